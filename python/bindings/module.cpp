@@ -1,0 +1,183 @@
+// torch_trn._C: the pybind11 edge. absl::Status turns into Python exceptions here and only here.
+//
+// Thread-safety: every function may be called from any Python thread; waits release the GIL.
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <string>
+#include <vector>
+
+#include "mlir_lowering/host_jit.h"
+#include "python/bindings/source_capture.h"
+#include "runtime/blocking.h"
+#include "runtime/knobs.h"
+#include "runtime/op_error.h"
+#include "trace/device_state.h"
+
+namespace py = pybind11;
+
+namespace trn::python {
+namespace {
+
+[[noreturn]] void Raise(const absl::Status& status) {
+  const std::string msg(status.message());
+  switch (runtime::KindOf(status)) {
+    case runtime::ErrorKind::kIndex:
+      throw py::index_error(msg);
+    case runtime::ErrorKind::kValue:
+      throw py::value_error(msg);
+    case runtime::ErrorKind::kType:
+      throw py::type_error(msg);
+    case runtime::ErrorKind::kNotImplemented:
+      PyErr_SetString(PyExc_NotImplementedError, msg.c_str());
+      throw py::error_already_set();
+    default:
+      throw std::runtime_error(msg);
+  }
+}
+
+trace::DeviceState& StateOrRaise() {
+  const auto& knobs = runtime::GetKnobs();
+  if (!knobs.ok()) {
+    Raise(knobs.status());
+  }
+  return trace::State();
+}
+
+void ReleaseGil(void** state) {
+  if (Py_IsInitialized() && PyGILState_Check()) {
+    *state = PyEval_SaveThread();
+  }
+}
+
+void RestoreGil(void** state) {
+  if (*state != nullptr) {
+    PyEval_RestoreThread(static_cast<PyThreadState*>(*state));
+    *state = nullptr;
+  }
+}
+
+py::dict OpDict(const runtime::ExecutedOp& op) {
+  runtime::SourceLocation loc = runtime::GlobalSourceTable().Lookup(op.source);
+  py::dict d;
+  d["op"] = op.op;
+  d["file"] = loc.file.empty() ? py::object(py::none()) : py::object(py::str(loc.file));
+  d["line"] = loc.line;
+  d["function"] = loc.function;
+  d["seq"] = op.seq;
+  d["failed"] = op.failed;
+  return d;
+}
+
+void Init(const std::vector<std::string>& library_prefixes) {
+  SetLibraryPrefixes(library_prefixes);
+  trace::SetSourceHook(&CaptureSource);
+  runtime::SetBlockingHooks(&ReleaseGil, &RestoreGil);
+  trace::DeviceState& state = StateOrRaise();
+  if (state.knobs.mode != runtime::Mode::kEager && state.knobs.log_level >= 1) {
+    PySys_WriteStderr("torch_trn: NEURON_MODE=%s is not implemented yet; running in eager mode\n",
+                      std::string(runtime::ModeName(state.knobs.mode)).c_str());
+  }
+}
+
+void Sync() {
+  absl::Status status;
+  {
+    py::gil_scoped_release no_gil;
+    status = StateOrRaise().stream.Sync("user");
+  }
+  if (!status.ok()) {
+    Raise(status);
+  }
+}
+
+py::dict Stats() {
+  runtime::StatsSnapshot s = StateOrRaise().stats.Snapshot();
+  py::dict out;
+  out["ops_recorded"] = s.ops_recorded;
+  out["ops_executed"] = s.ops_executed;
+  out["views"] = s.views;
+  py::dict fallbacks;
+  int64_t total = 0;
+  for (const auto& [key, count] : s.host_fallbacks) {
+    py::dict by_reason = fallbacks.contains(key.first) ? py::dict(fallbacks[py::str(key.first)]) : py::dict();
+    by_reason[py::str(key.second)] = count;
+    fallbacks[py::str(key.first)] = by_reason;
+    total += count;
+  }
+  out["host_fallbacks"] = fallbacks;
+  out["host_fallback_total"] = total;
+  py::dict syncs;
+  int64_t sync_total = 0;
+  for (const auto& [reason, count] : s.syncs) {
+    syncs[py::str(reason)] = count;
+    sync_total += count;
+  }
+  out["syncs"] = syncs;
+  out["sync_total"] = sync_total;
+  return out;
+}
+
+py::list LastOps(size_t n) {
+  py::list out;
+  for (const runtime::ExecutedOp& op : StateOrRaise().stream.executor().LastOps(n)) {
+    out.append(OpDict(op));
+  }
+  return out;
+}
+
+py::object CurrentOp() {
+  auto op = StateOrRaise().stream.executor().CurrentOp();
+  return op.has_value() ? py::object(OpDict(*op)) : py::object(py::none());
+}
+
+py::list KnobTable() {
+  py::list out;
+  for (const runtime::KnobSpec& k : runtime::KnobSpecs()) {
+    py::dict d;
+    d["name"] = k.name;
+    d["default"] = k.default_value;
+    d["allowed"] = k.allowed;
+    d["help"] = k.help;
+    out.append(d);
+  }
+  return out;
+}
+
+py::dict MlirSelfTest() {
+  absl::StatusOr<mlir_lowering::SelfTestResult> r;
+  {
+    py::gil_scoped_release no_gil;
+    r = mlir_lowering::RunSelfTest();
+  }
+  if (!r.ok()) {
+    Raise(r.status());
+  }
+  py::dict d;
+  d["compile_ms_o0"] = r->compile_ms_o0;
+  d["compile_ms_o3"] = r->compile_ms_o3;
+  d["load_ms"] = r->load_ms;
+  d["results_match"] = r->results_match;
+  return d;
+}
+
+}  // namespace
+}  // namespace trn::python
+
+PYBIND11_MODULE(_C, m) {
+  using namespace trn::python;
+  m.doc() = "torch_trn native extension (use the torch_trn package, not this module)";
+  m.def("_init", &Init, py::arg("library_prefixes"),
+        "Installs source capture and reads the knobs (ValueError on a bad NEURON_* value).");
+  m.def("sync", &Sync, "Runs every recorded op; raises the first stored error.");
+  m.def("mode", [] { return std::string(trn::runtime::ModeName(StateOrRaise().knobs.mode)); });
+  m.def("launch_blocking", [] { return StateOrRaise().knobs.launch_blocking; });
+  m.def("stats", &Stats);
+  m.def("reset_stats", [] { StateOrRaise().stats.Reset(); });
+  m.def("pending", [] { return StateOrRaise().stream.executor().Pending(); });
+  m.def("last_ops", &LastOps, py::arg("n") = 10);
+  m.def("current_op", &CurrentOp);
+  m.def("knobs", &KnobTable);
+  m.def("source_count", [] { return trn::runtime::GlobalSourceTable().size(); });
+  m.def("mlir_selftest", &MlirSelfTest, "JIT-compiles and runs a small MLIR function in this process.");
+}

@@ -1,0 +1,92 @@
+#include "python/bindings/source_capture.h"
+
+#include <Python.h>
+#include <frameobject.h>
+
+#include <utility>
+
+#include "absl/container/flat_hash_map.h"
+
+namespace trn::python {
+namespace {
+
+// Guarded by the GIL (every access below holds it).
+std::vector<std::string>* g_prefixes = new std::vector<std::string>();
+// Code objects are kept alive (one reference each) so their addresses are never reused.
+absl::flat_hash_map<PyCodeObject*, bool>* g_is_library = new absl::flat_hash_map<PyCodeObject*, bool>();
+absl::flat_hash_map<std::pair<PyCodeObject*, int>, runtime::SourceId>* g_ids =
+    new absl::flat_hash_map<std::pair<PyCodeObject*, int>, runtime::SourceId>();
+
+std::string AttrString(PyObject* obj, const char* name) {
+  PyObject* v = PyObject_GetAttrString(obj, name);
+  std::string out;
+  if (v != nullptr && PyUnicode_Check(v)) {
+    const char* s = PyUnicode_AsUTF8(v);
+    out = s == nullptr ? "" : s;
+  }
+  Py_XDECREF(v);
+  PyErr_Clear();
+  return out;
+}
+
+bool IsLibrary(PyCodeObject* code) {
+  auto it = g_is_library->find(code);
+  if (it != g_is_library->end()) {
+    return it->second;
+  }
+  const std::string file = AttrString(reinterpret_cast<PyObject*>(code), "co_filename");
+  // "<string>"/"<stdin>" are user code (python -c, REPL); "<frozen importlib...>" is not.
+  bool library = file.empty() || file.rfind("<frozen", 0) == 0;
+  for (const std::string& p : *g_prefixes) {
+    library = library || file.compare(0, p.size(), p) == 0;
+  }
+  Py_INCREF(code);
+  g_is_library->emplace(code, library);
+  return library;
+}
+
+runtime::SourceId Intern(PyCodeObject* code, int line) {
+  auto key = std::make_pair(code, line);
+  auto it = g_ids->find(key);
+  if (it != g_ids->end()) {
+    return it->second;
+  }
+  runtime::SourceLocation loc;
+  loc.file = AttrString(reinterpret_cast<PyObject*>(code), "co_filename");
+  loc.line = line;
+  loc.function = AttrString(reinterpret_cast<PyObject*>(code), "co_qualname");
+  runtime::SourceId id = runtime::GlobalSourceTable().Intern(loc);
+  g_ids->emplace(key, id);  // `code` is already referenced by g_is_library
+  return id;
+}
+
+}  // namespace
+
+void SetLibraryPrefixes(std::vector<std::string> prefixes) { *g_prefixes = std::move(prefixes); }
+
+runtime::SourceId CaptureSource() {
+  if (!Py_IsInitialized() || PyGILState_GetThisThreadState() == nullptr) {
+    return runtime::kNoSource;
+  }
+  PyGILState_STATE gil = PyGILState_Ensure();
+  runtime::SourceId id = runtime::kNoSource;
+  PyFrameObject* frame = PyEval_GetFrame();  // borrowed
+  Py_XINCREF(frame);
+  while (frame != nullptr) {
+    PyCodeObject* code = PyFrame_GetCode(frame);  // new reference
+    if (!IsLibrary(code)) {
+      id = Intern(code, PyFrame_GetLineNumber(frame));
+      Py_DECREF(code);
+      break;
+    }
+    Py_DECREF(code);
+    PyFrameObject* back = PyFrame_GetBack(frame);  // new reference
+    Py_DECREF(frame);
+    frame = back;
+  }
+  Py_XDECREF(frame);
+  PyGILState_Release(gil);
+  return id;
+}
+
+}  // namespace trn::python

@@ -1,0 +1,85 @@
+"""torch_trn: run unchanged PyTorch models on AWS Trainium through a lazy-tensor tracer.
+
+    import torch, torch_trn
+    dev = torch_trn.device()              # torch.device("neuron:0")
+    model = Model().to(dev)
+    loss = model(x.to(dev)).sum(); loss.backward()
+    print(loss.item())                    # a sync point: the recorded stream runs up to here
+
+Every op on the device is recorded (with the Python line that issued it) and executed by the
+runtime's executor in stream order; NEURON_MODE selects how (see docs/knobs.md).
+"""
+import os as _os
+
+import torch as _torch
+
+_BACKEND = "neuron"
+
+# Rename PrivateUse1 before the extension (which registers the device's kernels) is used.
+if _torch._C._get_privateuse1_backend_name() != _BACKEND:
+    _torch.utils.rename_privateuse1_backend(_BACKEND)
+
+from . import _C  # noqa: E402  (loads libtorch_trn_core: allocator, guard, kernels, fallback)
+from . import _device_module  # noqa: E402
+
+_TORCH_DIR = _os.path.dirname(_torch.__file__) + _os.sep
+_OWN_DIR = _os.path.dirname(__file__) + _os.sep
+_C._init([_TORCH_DIR, _OWN_DIR])
+
+if not hasattr(_torch, _BACKEND):
+    _torch._register_device_module(_BACKEND, _device_module)
+    _torch.utils.generate_methods_for_privateuse1_backend(
+        for_tensor=True, for_module=True, for_storage=True, for_packed_sequence=True)
+
+import atexit as _atexit  # noqa: E402
+
+
+def device(index: int = 0) -> _torch.device:
+    """The neuron device (one device, index 0)."""
+    return _torch.device(_BACKEND, index)
+
+
+def sync() -> None:
+    """Runs every recorded op; raises the first error an op raised since the last sync."""
+    _C.sync()
+
+
+def mode() -> str:
+    """The execution mode read from NEURON_MODE at import: 'eager', 'adaptive' or 'compile'."""
+    return _C.mode()
+
+
+def stats() -> dict:
+    """Counters: ops recorded / executed, views, host fallbacks by op and reason, syncs."""
+    return _C.stats()
+
+
+def reset_stats() -> None:
+    _C.reset_stats()
+
+
+def last_ops(n: int = 10) -> list:
+    """The last n executed ops, oldest first: dicts with op, file, line, function, seq."""
+    return _C.last_ops(n)
+
+
+def current_op():
+    """The op executing right now (a dict like last_ops' entries), or None."""
+    return _C.current_op()
+
+
+def knobs() -> list:
+    """Every NEURON_* knob: name, default, allowed values, help."""
+    return _C.knobs()
+
+
+def _drain_at_exit():
+    try:
+        _C.sync()
+    except Exception:  # an error nobody synced for: the process is ending anyway
+        pass
+
+
+_atexit.register(_drain_at_exit)
+
+__all__ = ["device", "sync", "mode", "stats", "reset_stats", "last_ops", "current_op", "knobs"]

@@ -1,0 +1,333 @@
+// Host JIT: parse -> buildHostPipeline -> LLVM IR -> object bytes; object bytes -> ORC LLJIT.
+#include "mlir_lowering/host_jit.h"
+
+#include "mlir_lowering/host_pipeline.h"
+
+#include "absl/strings/str_cat.h"
+#include "mlir/Dialect/Affine/IR/AffineOps.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Arith/Transforms/BufferizableOpInterfaceImpl.h"
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/Bufferization/Transforms/FuncBufferizableOpInterfaceImpl.h"
+#include "mlir/Dialect/Bufferization/Transforms/Passes.h"
+#include "mlir/Dialect/ControlFlow/IR/ControlFlow.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Linalg/Transforms/BufferizableOpInterfaceImpl.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/SCF/Transforms/BufferizableOpInterfaceImpl.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Dialect/Tensor/Transforms/BufferizableOpInterfaceImpl.h"
+#include "mlir/ExecutionEngine/CRunnerUtils.h"
+#include "mlir/ExecutionEngine/OptUtils.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Export.h"
+
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/ExecutionEngine/Orc/ExecutionUtils.h"
+#include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
+#include "llvm/ExecutionEngine/Orc/LLJIT.h"
+#include "llvm/IR/LLVMContext.h"
+#include "llvm/IR/LegacyPassManager.h"
+#include "llvm/IR/Module.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/TargetSelect.h"
+#include "llvm/Support/raw_ostream.h"
+#include "llvm/Target/TargetMachine.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <mutex>
+#include <vector>
+
+namespace trn::mlir_lowering {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double MsSince(Clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+}
+
+void InitializeLlvmOnce() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    llvm::InitializeNativeTarget();
+    llvm::InitializeNativeTargetAsmPrinter();
+  });
+}
+
+std::string ToString(llvm::Error error) { return llvm::toString(std::move(error)); }
+
+// Host triple/CPU/features, position-independent code (the object is linked at an address
+// unknown at compile time, possibly far from libc).
+absl::StatusOr<llvm::orc::JITTargetMachineBuilder> HostMachineBuilder() {
+  InitializeLlvmOnce();
+  auto builder = llvm::orc::JITTargetMachineBuilder::detectHost();
+  if (!builder) {
+    return absl::InternalError(
+        absl::StrCat("detecting the host target: ", ToString(builder.takeError())));
+  }
+  builder->setRelocationModel(llvm::Reloc::PIC_);
+  return std::move(*builder);
+}
+
+llvm::CodeGenOpt::Level CodeGenLevel(int opt_level) {
+  switch (opt_level) {
+  case 0:
+    return llvm::CodeGenOpt::None;
+  case 1:
+    return llvm::CodeGenOpt::Less;
+  case 2:
+    return llvm::CodeGenOpt::Default;
+  default:
+    return llvm::CodeGenOpt::Aggressive;
+  }
+}
+
+mlir::DialectRegistry MakeRegistry() {
+  mlir::DialectRegistry registry;
+  registry.insert<mlir::AffineDialect, mlir::arith::ArithDialect,
+                  mlir::bufferization::BufferizationDialect, mlir::cf::ControlFlowDialect,
+                  mlir::func::FuncDialect, mlir::linalg::LinalgDialect, mlir::LLVM::LLVMDialect,
+                  mlir::math::MathDialect, mlir::memref::MemRefDialect, mlir::scf::SCFDialect,
+                  mlir::tensor::TensorDialect>();
+  mlir::arith::registerBufferizableOpInterfaceExternalModels(registry);
+  mlir::bufferization::func_ext::registerBufferizableOpInterfaceExternalModels(registry);
+  mlir::bufferization::registerAllocationOpInterfaceExternalModels(registry);
+  mlir::linalg::registerBufferizableOpInterfaceExternalModels(registry);
+  mlir::scf::registerBufferizableOpInterfaceExternalModels(registry);
+  mlir::tensor::registerBufferizableOpInterfaceExternalModels(registry);
+  mlir::registerLLVMDialectTranslation(registry);
+  return registry;
+}
+
+// LLVM module -> object file bytes, optimised at `opt_level` for `machine`.
+absl::StatusOr<std::string> EmitObject(llvm::Module& module, llvm::TargetMachine& machine,
+                                       int opt_level) {
+  module.setDataLayout(machine.createDataLayout());
+  module.setTargetTriple(machine.getTargetTriple().str());
+  auto optimize = mlir::makeOptimizingTransformer(opt_level, /*sizeLevel=*/0, &machine);
+  if (llvm::Error error = optimize(&module)) {
+    return absl::InternalError(absl::StrCat("LLVM optimisation: ", ToString(std::move(error))));
+  }
+  llvm::SmallVector<char, 0> buffer;
+  llvm::raw_svector_ostream stream(buffer);
+  llvm::legacy::PassManager codegen;
+  if (machine.addPassesToEmitFile(codegen, stream, nullptr, llvm::CGFT_ObjectFile)) {
+    return absl::InternalError("the host TargetMachine cannot emit object files");
+  }
+  codegen.run(module);
+  return std::string(buffer.begin(), buffer.end());
+}
+
+}  // namespace
+
+absl::StatusOr<ObjectCode> CompileToObject(std::string_view mlir_text, std::string_view func_name,
+                                           int opt_level, CompileTimings* timings) {
+  if (opt_level < 0 || opt_level > 3) {
+    return absl::InvalidArgumentError(absl::StrCat("opt_level must be 0..3, got ", opt_level));
+  }
+  CompileTimings local_timings;
+  CompileTimings& t = timings != nullptr ? *timings : local_timings;
+  const std::string name(func_name);
+  auto start = Clock::now();
+
+  mlir::MLIRContext context(MakeRegistry(), mlir::MLIRContext::Threading::DISABLED);
+  llvm::SourceMgr source_mgr;
+  source_mgr.AddNewSourceBuffer(
+      llvm::MemoryBuffer::getMemBufferCopy(llvm::StringRef(mlir_text.data(), mlir_text.size()),
+                                           absl::StrCat("@", name)),
+      llvm::SMLoc());
+  std::string diagnostics;
+  llvm::raw_string_ostream diag_stream(diagnostics);
+  mlir::SourceMgrDiagnosticHandler diag_handler(source_mgr, &context, diag_stream);
+
+  mlir::OwningOpRef<mlir::ModuleOp> module =
+      mlir::parseSourceFile<mlir::ModuleOp>(source_mgr, mlir::ParserConfig(&context));
+  if (!module) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("parsing the MLIR module for @", name, ":\n", diag_stream.str()));
+  }
+  auto func = module->lookupSymbol<mlir::func::FuncOp>(name);
+  if (!func || func.isExternal()) {
+    return absl::NotFoundError(absl::StrCat("the module has no func.func @", name, " with a body"));
+  }
+  func->setAttr("llvm.emit_c_interface", mlir::UnitAttr::get(&context));
+  t.parse_ms = MsSince(start);
+
+  start = Clock::now();
+  mlir::PassManager pm(&context);
+  buildHostPipeline(pm);
+  if (mlir::failed(pm.run(*module))) {
+    return absl::InternalError(
+        absl::StrCat("host pipeline failed for @", name, ":\n", diag_stream.str()));
+  }
+  t.pipeline_ms = MsSince(start);
+
+  start = Clock::now();
+  auto builder = HostMachineBuilder();
+  if (!builder.ok()) {
+    return builder.status();
+  }
+  builder->setCodeGenOptLevel(CodeGenLevel(opt_level));
+  auto machine = builder->createTargetMachine();
+  if (!machine) {
+    return absl::InternalError(
+        absl::StrCat("creating the host TargetMachine: ", ToString(machine.takeError())));
+  }
+  llvm::LLVMContext llvm_context;
+  std::unique_ptr<llvm::Module> llvm_module =
+      mlir::translateModuleToLLVMIR(*module, llvm_context, name);
+  if (!llvm_module) {
+    return absl::InternalError(
+        absl::StrCat("translating @", name, " to LLVM IR:\n", diag_stream.str()));
+  }
+  absl::StatusOr<std::string> bytes = EmitObject(*llvm_module, **machine, opt_level);
+  if (!bytes.ok()) {
+    return absl::Status(bytes.status().code(),
+                        absl::StrCat("compiling @", name, ": ", bytes.status().message()));
+  }
+  t.llvm_ms = MsSince(start);
+  return ObjectCode{std::move(*bytes), absl::StrCat("_mlir_ciface_", name), opt_level};
+}
+
+struct LoadedObject::Jit {
+  std::unique_ptr<llvm::orc::LLJIT> lljit;
+};
+
+LoadedObject::LoadedObject(std::unique_ptr<Jit> jit, void* entry)
+    : jit_(std::move(jit)), entry_(entry) {}
+
+LoadedObject::~LoadedObject() = default;
+
+absl::StatusOr<std::unique_ptr<LoadedObject>> LoadObject(const ObjectCode& code) {
+  InitializeLlvmOnce();
+  auto lljit = llvm::orc::LLJITBuilder().create();
+  if (!lljit) {
+    return absl::InternalError(absl::StrCat("creating an LLJIT: ", ToString(lljit.takeError())));
+  }
+  auto process_symbols = llvm::orc::DynamicLibrarySearchGenerator::GetForCurrentProcess(
+      (*lljit)->getDataLayout().getGlobalPrefix());
+  if (!process_symbols) {
+    return absl::InternalError(absl::StrCat("resolving process symbols: ",
+                                            ToString(process_symbols.takeError())));
+  }
+  (*lljit)->getMainJITDylib().addGenerator(std::move(*process_symbols));
+  auto buffer = llvm::MemoryBuffer::getMemBufferCopy(
+      llvm::StringRef(code.bytes.data(), code.bytes.size()), code.entry_symbol);
+  if (llvm::Error error = (*lljit)->addObjectFile(std::move(buffer))) {
+    return absl::InternalError(
+        absl::StrCat("linking the object for ", code.entry_symbol, ": ", ToString(std::move(error))));
+  }
+  auto entry = (*lljit)->lookup(code.entry_symbol);
+  if (!entry) {
+    return absl::InternalError(absl::StrCat("resolving ", code.entry_symbol, ": ",
+                                            ToString(entry.takeError())));
+  }
+  auto jit = std::make_unique<LoadedObject::Jit>();
+  jit->lljit = std::move(*lljit);
+  return std::unique_ptr<LoadedObject>(new LoadedObject(std::move(jit), entry->toPtr<void*>()));
+}
+
+std::string HostTargetKey() {
+  auto builder = HostMachineBuilder();
+  if (!builder.ok()) {
+    return "unknown-host";
+  }
+  std::vector<std::string> features = builder->getFeatures().getFeatures();
+  std::sort(features.begin(), features.end());
+  return absl::StrCat(builder->getTargetTriple().str(), ";", builder->getCPU(), ";",
+                      llvm::join(features, ","));
+}
+
+namespace {
+
+// out = max(a + b, 0) as two elementwise linalg ops; the pipeline fuses them and writes the
+// result into a third, caller-provided buffer.
+constexpr std::string_view kProbeModule = R"mlir(
+#id = affine_map<(d0) -> (d0)>
+func.func @probe(%a: tensor<?xf32>, %b: tensor<?xf32>) -> tensor<?xf32> {
+  %c0 = arith.constant 0 : index
+  %zero = arith.constant 0.0 : f32
+  %n = tensor.dim %a, %c0 : tensor<?xf32>
+  %e0 = tensor.empty(%n) : tensor<?xf32>
+  %sum = linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = ["parallel"]}
+      ins(%a, %b : tensor<?xf32>, tensor<?xf32>) outs(%e0 : tensor<?xf32>) {
+  ^bb0(%x: f32, %y: f32, %o: f32):
+    %s = arith.addf %x, %y : f32
+    linalg.yield %s : f32
+  } -> tensor<?xf32>
+  %e1 = tensor.empty(%n) : tensor<?xf32>
+  %relu = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel"]}
+      ins(%sum : tensor<?xf32>) outs(%e1 : tensor<?xf32>) {
+  ^bb0(%x: f32, %o: f32):
+    %r = arith.maxf %x, %zero : f32
+    linalg.yield %r : f32
+  } -> tensor<?xf32>
+  return %relu : tensor<?xf32>
+}
+)mlir";
+
+using Memref1D = StridedMemRefType<float, 1>;
+using ProbeFn = void (*)(Memref1D*, Memref1D*, Memref1D*);
+
+Memref1D Describe(std::vector<float>& data) {
+  return Memref1D{data.data(), data.data(), 0, {static_cast<int64_t>(data.size())}, {1}};
+}
+
+bool RunProbe(const LoadedObject& loaded, std::vector<float> a, std::vector<float> b,
+              const std::vector<float>& expected) {
+  std::vector<float> out(expected.size(), std::nanf(""));
+  Memref1D da = Describe(a), db = Describe(b), dout = Describe(out);
+  reinterpret_cast<ProbeFn>(loaded.entry())(&da, &db, &dout);
+  return out == expected;
+}
+
+}  // namespace
+
+absl::StatusOr<SelfTestResult> RunSelfTest() {
+  constexpr int kSize = 1000;
+  std::vector<float> a(kSize), b(kSize), expected(kSize);
+  for (int i = 0; i < kSize; ++i) {
+    a[i] = static_cast<float>(i % 17) - 8.25f;
+    b[i] = static_cast<float>((i * 7) % 13) * 0.5f - 3.0f;
+    expected[i] = std::max(a[i] + b[i], 0.0f);
+  }
+  InitializeLlvmOnce();  // keep one-time setup out of the O0 timing
+
+  SelfTestResult result;
+  result.results_match = true;
+  double load_ms_total = 0;
+  for (int opt_level : {0, 3}) {
+    auto start = Clock::now();
+    absl::StatusOr<ObjectCode> code = CompileToObject(kProbeModule, "probe", opt_level);
+    if (!code.ok()) {
+      return absl::Status(code.status().code(), absl::StrCat("self-test at O", opt_level, ": ",
+                                                             code.status().message()));
+    }
+    (opt_level == 0 ? result.compile_ms_o0 : result.compile_ms_o3) = MsSince(start);
+    start = Clock::now();
+    absl::StatusOr<std::unique_ptr<LoadedObject>> loaded = LoadObject(*code);
+    if (!loaded.ok()) {
+      return absl::Status(loaded.status().code(), absl::StrCat("self-test at O", opt_level, ": ",
+                                                               loaded.status().message()));
+    }
+    load_ms_total += MsSince(start);
+    result.results_match = RunProbe(**loaded, a, b, expected) && result.results_match;
+  }
+  result.load_ms = load_ms_total / 2;
+  return result;
+}
+
+}  // namespace trn::mlir_lowering

@@ -1,0 +1,94 @@
+// Host JIT: MLIR module text -> relocatable object code -> loaded, callable entry point.
+//
+// Compiling and loading are separate so a cache can store the object bytes (see ObjectCode) and
+// load them later, in this process or another one on the same host CPU. This header pulls in no
+// MLIR or LLVM header: artifacts cross the boundary as bytes plus this small API.
+//
+// Thread-safety:
+//  - CompileToObject may be called from any thread, concurrently: each call creates and owns its
+//    MLIRContext (multithreading disabled), llvm::LLVMContext and TargetMachine, and shares no
+//    mutable state with other calls. LLVM's target registry is initialised once (std::call_once).
+//  - LoadObject may be called from any thread, concurrently; each LoadedObject owns its own ORC
+//    LLJIT instance.
+//  - A LoadedObject is immutable after LoadObject returns: entry() may be called and the entry
+//    point invoked from any thread, as long as the LoadedObject outlives the calls. Destroying
+//    it frees the code.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "absl/status/statusor.h"
+
+namespace trn::mlir_lowering {
+
+// A relocatable ELF object file for the host CPU (triple, CPU name and features of the compiling
+// host: see HostTargetKey) holding one public function with the MLIR C interface.
+struct ObjectCode {
+  std::string bytes;         // the object file
+  std::string entry_symbol;  // "_mlir_ciface_<func>"
+  int opt_level = 0;         // LLVM opt level 0..3 used for IR optimisation and codegen
+};
+
+// Wall-clock milliseconds spent in the phases of one CompileToObject call.
+struct CompileTimings {
+  double parse_ms = 0;     // context creation + parsing + verification
+  double pipeline_ms = 0;  // buildHostPipeline passes
+  double llvm_ms = 0;      // translation to LLVM IR, LLVM optimisation, object emission
+};
+
+// Parses `mlir_text` (a builtin.module in the func/arith/math/memref/linalg/tensor/scf dialects,
+// in the functional form described in host_pipeline.h), runs buildHostPipeline, translates to
+// LLVM IR, optimises it at `opt_level` (0..3) and emits a native object file for the host.
+// `func_name` names the public func.func to export; it gets `llvm.emit_c_interface`, so the entry
+// point has the signature `void(Memref* in..., Memref* out...)` (StridedMemRefType descriptors).
+// Errors: InvalidArgument for a bad opt level or a module that does not parse or verify,
+// NotFound when the function is missing, Internal when a pass or LLVM fails. The message carries
+// the MLIR diagnostics with their source locations.
+absl::StatusOr<ObjectCode> CompileToObject(std::string_view mlir_text, std::string_view func_name,
+                                           int opt_level, CompileTimings* timings = nullptr);
+
+// Object code linked into the process by an ORC LLJIT that this object owns. Symbols the code
+// needs (malloc, free, memcpy, libm) are resolved from the current process.
+class LoadedObject {
+ public:
+  ~LoadedObject();
+  LoadedObject(const LoadedObject&) = delete;
+  LoadedObject& operator=(const LoadedObject&) = delete;
+
+  // Address of the C-interface entry point; cast to the function type the module defines.
+  void* entry() const { return entry_; }
+
+ private:
+  struct Jit;
+  friend absl::StatusOr<std::unique_ptr<LoadedObject>> LoadObject(const ObjectCode& code);
+  LoadedObject(std::unique_ptr<Jit> jit, void* entry);
+
+  std::unique_ptr<Jit> jit_;
+  void* entry_;
+};
+
+// Links a copy of `code.bytes` into a fresh LLJIT and resolves `code.entry_symbol`.
+// Errors: Internal when the object cannot be linked or the symbol is missing.
+// Note: only load bytes you produced or verified (DESIGN.md §3.8): this runs native code.
+absl::StatusOr<std::unique_ptr<LoadedObject>> LoadObject(const ObjectCode& code);
+
+// "<triple>;<cpu>;<features>" of the host the objects are compiled for. Disk cache keys must
+// include it: an object compiled for one CPU may use instructions another lacks.
+std::string HostTargetKey();
+
+struct SelfTestResult {
+  double compile_ms_o0 = 0;
+  double compile_ms_o3 = 0;
+  double load_ms = 0;  // mean of the two loads
+  bool results_match = false;
+};
+
+// End-to-end probe of the toolchain: compiles `@probe(%a, %b) -> out = max(a + b, 0)` (two
+// linalg.generic ops on tensor<?xf32>, fused by the pipeline; C ABI `(a, b, out)` over
+// memref<?xf32>) at O0 and at O3, loads both, runs each on 1000 floats and compares with a plain
+// C++ reference. A compile or load failure is an error; a wrong result is results_match = false.
+absl::StatusOr<SelfTestResult> RunSelfTest();
+
+}  // namespace trn::mlir_lowering

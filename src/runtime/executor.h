@@ -1,0 +1,73 @@
+// The executor thread: runs submitted OpRecords one at a time, in submission (stream) order, with
+// ATen's CPU kernels on host aliases of device storage.
+//
+// Errors are stored (with the op and its source line) and returned by the next Wait(); ops
+// submitted after a failed op are skipped until that Wait() reports the failure, since their
+// inputs may be garbage. Like CUDA's asynchronous errors, but recoverable.
+//
+// Thread-safe: Submit, Wait, LastOps and CurrentOp may be called from any thread. Submit blocks
+// while `max_pending` ops are queued (backpressure keeps memory bounded).
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <optional>
+#include <thread>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
+#include "runtime/op_record.h"
+#include "runtime/stats.h"
+
+namespace trn::runtime {
+
+struct ExecutedOp {
+  std::string op;
+  SourceId source = kNoSource;
+  uint64_t seq = 0;
+  bool failed = false;
+};
+
+struct ExecutorOptions {
+  int64_t max_pending = 4096;
+  int64_t last_ops_capacity = 256;
+};
+
+class Executor {
+ public:
+  Executor(ExecutorOptions options, Stats* stats);
+  ~Executor();  // finishes queued work, then joins the thread
+  Executor(const Executor&) = delete;
+  Executor& operator=(const Executor&) = delete;
+
+  void Submit(OpRecord record);
+  // Blocks until every submitted op has run; returns (and clears) the first error since the
+  // previous Wait, with "<op> at <file:line (function)>: " prepended.
+  absl::Status Wait();
+  // Ops submitted but not yet executed.
+  int64_t Pending() const;
+  // The most recent executed ops, oldest first (at most n).
+  std::vector<ExecutedOp> LastOps(size_t n) const;
+  // The op executing right now, if any.
+  std::optional<ExecutedOp> CurrentOp() const;
+
+ private:
+  void Loop();
+  bool HasWork() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stop_ || !queue_.empty(); }
+  bool HasRoom() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  bool Idle() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return queue_.empty() && !running_.has_value(); }
+
+  const ExecutorOptions options_;
+  Stats* const stats_;
+  mutable absl::Mutex mu_;
+  std::deque<OpRecord> queue_ ABSL_GUARDED_BY(mu_);
+  std::optional<ExecutedOp> running_ ABSL_GUARDED_BY(mu_);
+  std::deque<ExecutedOp> last_ops_ ABSL_GUARDED_BY(mu_);
+  absl::Status first_error_ ABSL_GUARDED_BY(mu_);
+  bool stop_ ABSL_GUARDED_BY(mu_) = false;
+  std::thread thread_;
+};
+
+}  // namespace trn::runtime

@@ -1,0 +1,131 @@
+#include "runtime/knobs.h"
+
+#include <cstdlib>
+#include <mutex>
+
+#include "absl/status/status.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+
+namespace trn::runtime {
+namespace {
+
+absl::Status BadValue(const KnobSpec& spec, absl::string_view value) {
+  return absl::InvalidArgumentError(absl::StrCat(spec.name, "='", value, "' is not valid; allowed: ",
+                                                 spec.allowed, " (see docs/knobs.md)"));
+}
+
+const KnobSpec& Spec(absl::string_view name) {
+  for (const KnobSpec& spec : KnobSpecs()) {
+    if (spec.name == name) {
+      return spec;
+    }
+  }
+  std::abort();  // invariant: every parsed knob is declared in KnobSpecs()
+}
+
+absl::StatusOr<bool> ParseBool(const KnobSpec& spec, absl::string_view value) {
+  std::string v = absl::AsciiStrToLower(value);
+  if (v == "1" || v == "true" || v == "yes" || v == "on") {
+    return true;
+  }
+  if (v == "0" || v == "false" || v == "no" || v == "off" || v.empty()) {
+    return false;
+  }
+  return BadValue(spec, value);
+}
+
+absl::StatusOr<int64_t> ParsePositive(const KnobSpec& spec, absl::string_view value, int64_t min) {
+  int64_t n = 0;
+  if (!absl::SimpleAtoi(value, &n) || n < min) {
+    return BadValue(spec, value);
+  }
+  return n;
+}
+
+}  // namespace
+
+absl::string_view ModeName(Mode mode) {
+  switch (mode) {
+    case Mode::kEager:
+      return "eager";
+    case Mode::kAdaptive:
+      return "adaptive";
+    case Mode::kCompile:
+      return "compile";
+  }
+  return "?";
+}
+
+const std::vector<KnobSpec>& KnobSpecs() {
+  static const std::vector<KnobSpec> kSpecs = {
+      {"NEURON_MODE", "eager", "eager | adaptive | compile",
+       "How recorded ops execute: op by op (eager), small groups compiled in the background "
+       "(adaptive), or whole segments compiled at sync points (compile). Read once at import."},
+      {"NEURON_LAUNCH_BLOCKING", "0", "0 | 1",
+       "Execute each op before the Python call returns (errors surface at the op's own line)."},
+      {"NEURON_MAX_PENDING_OPS", "4096", "integer >= 1",
+       "Recorded but unexecuted ops allowed before recording blocks (bounds memory)."},
+      {"NEURON_LAST_OPS", "256", "integer >= 1",
+       "Executed ops remembered for torch_trn.last_ops()."},
+      {"NEURON_LOG_LEVEL", "1", "0 (silent) | 1 (warnings) | 2 (info) | 3 (debug)",
+       "Verbosity of torch_trn's messages on stderr."},
+  };
+  return kSpecs;
+}
+
+absl::StatusOr<Knobs> ParseKnobs(const EnvLookup& lookup) {
+  Knobs knobs;
+  if (auto v = lookup("NEURON_MODE")) {
+    std::string mode = absl::AsciiStrToLower(*v);
+    if (mode == "eager" || mode.empty()) {
+      knobs.mode = Mode::kEager;
+    } else if (mode == "adaptive") {
+      knobs.mode = Mode::kAdaptive;
+    } else if (mode == "compile") {
+      knobs.mode = Mode::kCompile;
+    } else {
+      return BadValue(Spec("NEURON_MODE"), *v);
+    }
+  }
+  if (auto v = lookup("NEURON_LAUNCH_BLOCKING")) {
+    auto b = ParseBool(Spec("NEURON_LAUNCH_BLOCKING"), *v);
+    if (!b.ok()) {
+      return b.status();
+    }
+    knobs.launch_blocking = *b;
+  }
+  if (auto v = lookup("NEURON_MAX_PENDING_OPS")) {
+    auto n = ParsePositive(Spec("NEURON_MAX_PENDING_OPS"), *v, 1);
+    if (!n.ok()) {
+      return n.status();
+    }
+    knobs.max_pending_ops = *n;
+  }
+  if (auto v = lookup("NEURON_LAST_OPS")) {
+    auto n = ParsePositive(Spec("NEURON_LAST_OPS"), *v, 1);
+    if (!n.ok()) {
+      return n.status();
+    }
+    knobs.last_ops_capacity = *n;
+  }
+  if (auto v = lookup("NEURON_LOG_LEVEL")) {
+    auto n = ParsePositive(Spec("NEURON_LOG_LEVEL"), *v, 0);
+    if (!n.ok() || *n > 3) {
+      return BadValue(Spec("NEURON_LOG_LEVEL"), *v);
+    }
+    knobs.log_level = static_cast<int>(*n);
+  }
+  return knobs;
+}
+
+const absl::StatusOr<Knobs>& GetKnobs() {
+  static const absl::StatusOr<Knobs> kKnobs = ParseKnobs([](absl::string_view name) {
+    const char* v = std::getenv(std::string(name).c_str());
+    return v == nullptr ? std::nullopt : std::optional<std::string>(v);
+  });
+  return kKnobs;
+}
+
+}  // namespace trn::runtime

@@ -1,0 +1,53 @@
+// The one registry of NEURON_* environment knobs. Every knob is declared here, parsed in one
+// place (knobs.cpp) and documented in docs/knobs.md (a test checks the table lists them all).
+//
+// Thread-safety: ParseKnobs is pure. GetKnobs() parses once (on first use, under a call_once)
+// and then returns an immutable object: safe from any thread.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+
+namespace trn::runtime {
+
+enum class Mode { kEager, kAdaptive, kCompile };
+
+absl::string_view ModeName(Mode mode);
+
+// One knob's documentation entry (the source of docs/knobs.md).
+struct KnobSpec {
+  std::string name;
+  std::string default_value;
+  std::string allowed;  // human-readable set or range of values
+  std::string help;
+};
+
+// Parsed values of every knob.
+struct Knobs {
+  Mode mode = Mode::kEager;
+  bool launch_blocking = false;
+  int64_t max_pending_ops = 4096;  // recording blocks beyond this many unexecuted ops
+  int64_t last_ops_capacity = 256;  // ring buffer behind torch_trn.last_ops()
+  int log_level = 1;                // 0 silent, 1 warnings, 2 info, 3 debug
+};
+
+// All knobs, in documentation order.
+const std::vector<KnobSpec>& KnobSpecs();
+
+using EnvLookup = std::function<std::optional<std::string>(absl::string_view name)>;
+
+// Parses every knob through `lookup` (the process environment in production, a map in tests).
+// An invalid value is an InvalidArgument naming the knob, the value and the allowed values.
+absl::StatusOr<Knobs> ParseKnobs(const EnvLookup& lookup);
+
+// The process's knobs, read from the environment once. Returns the parse error if any.
+const absl::StatusOr<Knobs>& GetKnobs();
+
+}  // namespace trn::runtime

@@ -1,0 +1,27 @@
+// Errors raised while executing an op, carried as absl::Status. The PyTorch exception class the
+// eager kernel raised travels as a payload so the dispatcher edge can rethrow the same class.
+//
+// Thread-safe: pure functions.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "absl/status/status.h"
+#include "absl/strings/string_view.h"
+
+namespace trn::runtime {
+
+// The Python exception class eager PyTorch would raise (c10::Error subclasses).
+enum class ErrorKind { kRuntime, kIndex, kValue, kType, kNotImplemented, kLinAlg, kOutOfMemory };
+
+absl::Status MakeOpError(ErrorKind kind, absl::string_view message);
+ErrorKind KindOf(const absl::Status& status);
+
+// `status` with "<op> at <where>: " prepended to its message (payloads kept).
+absl::Status WithOpContext(const absl::Status& status, absl::string_view op, absl::string_view where);
+
+// Converts the exception currently being handled (call inside a catch block) to a status.
+absl::Status StatusFromCurrentException();
+
+}  // namespace trn::runtime

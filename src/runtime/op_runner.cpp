@@ -1,0 +1,79 @@
+#include "runtime/op_runner.h"
+
+#include <ATen/core/Tensor.h>
+#include <c10/core/impl/LocalDispatchKeySet.h>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "runtime/host_view.h"
+#include "runtime/op_error.h"
+
+namespace trn::runtime {
+namespace {
+
+absl::Status CopyResult(const c10::OperatorHandle& op, const at::Tensor& dst, const at::Tensor& src) {
+  if (dst.sizes() != src.sizes()) {
+    return MakeOpError(ErrorKind::kRuntime,
+                       absl::StrCat("internal: the Meta kernel of ", OpName(op), " predicted sizes [",
+                                    absl::StrJoin(dst.sizes(), ","), "] but the CPU kernel returned [",
+                                    absl::StrJoin(src.sizes(), ","), "]"));
+  }
+  HostAlias(dst).copy_(src);
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+std::string OpName(const c10::OperatorHandle& op) {
+  const auto& name = op.operator_name();
+  return name.overload_name.empty() ? name.name : absl::StrCat(name.name, ".", name.overload_name);
+}
+
+absl::Status RunOnHost(const c10::OperatorHandle& op, const std::vector<c10::IValue>& args,
+                       std::vector<c10::IValue>* results) {
+  try {
+    // Host aliases never require grad; skip the autograd and view-tracking layers entirely.
+    c10::impl::ExcludeDispatchKeyGuard no_autograd(c10::autograd_dispatch_keyset_with_ADInplaceOrView);
+    torch::jit::Stack stack;
+    stack.reserve(args.size());
+    for (const c10::IValue& a : args) {
+      stack.push_back(ToHostArg(a));
+    }
+    // Keep the arguments alive across the call: kernels returning std::tuple<Tensor&...> read
+    // their (out=) arguments after the stack dropped them.
+    std::vector<c10::IValue> keep_alive(stack.begin(), stack.end());
+    op.callBoxed(&stack);
+    *results = std::move(stack);
+    return absl::OkStatus();
+  } catch (...) {
+    return StatusFromCurrentException();
+  }
+}
+
+absl::Status ExecuteRecord(const OpRecord& record) {
+  std::vector<c10::IValue> results;
+  absl::Status status = RunOnHost(record.op, record.args, &results);
+  if (!status.ok()) {
+    return status;
+  }
+  try {
+    c10::impl::ExcludeDispatchKeyGuard no_autograd(c10::autograd_dispatch_keyset_with_ADInplaceOrView);
+    for (size_t i = 0; i < record.outputs.size() && i < results.size(); ++i) {
+      const c10::IValue& dst = record.outputs[i];
+      if (dst.isTensor()) {
+        status.Update(CopyResult(record.op, dst.toTensor(), results[i].toTensor()));
+      } else if (dst.isTensorList()) {
+        auto d = dst.toTensorList();
+        auto s = results[i].toTensorList();
+        for (size_t j = 0; j < d.size(); ++j) {
+          status.Update(CopyResult(record.op, d.get(j), s.get(j)));
+        }
+      }
+    }
+  } catch (...) {
+    return StatusFromCurrentException();
+  }
+  return status;
+}
+
+}  // namespace trn::runtime

@@ -1,0 +1,179 @@
+// The `neuron` device on PyTorch's PrivateUse1 key: host-memory allocator, device guard,
+// PrivateUse1 hooks, and the explicit kernels a backend fallback cannot provide (factories,
+// cross-device copies, resize_). The boxed fallback for every other op is in fallback.cpp.
+//
+// Thread-safety: the allocator and guard are stateless; kernels go through the thread-safe
+// stream (trace/device_state.h).
+#include <ATen/EmptyTensor.h>
+#include <ATen/core/GeneratorForPrivateuseone.h>
+#include <ATen/detail/PrivateUse1HooksInterface.h>
+#include <ATen/native/Resize.h>
+#include <ATen/ops/copy.h>
+#include <c10/core/Allocator.h>
+#include <c10/core/impl/DeviceGuardImplInterface.h>
+#include <torch/library.h>
+
+#include <cstdlib>
+#include <cstring>
+
+#include "runtime/host_view.h"
+#include "trace/device_state.h"
+#include "trace/fallback.h"
+#include "trace/snapshot.h"
+
+namespace trn::trace {
+namespace {
+
+constexpr size_t kAlignment = 64;
+
+// Device storage lives in host memory (the executor runs ATen CPU kernels on it; a real
+// NeuronCore would own HBM here).
+class HostMemoryAllocator final : public c10::Allocator {
+ public:
+  c10::DataPtr allocate(size_t n) override {
+    void* p = n == 0 ? nullptr : std::aligned_alloc(kAlignment, (n + kAlignment - 1) / kAlignment * kAlignment);
+    if (n != 0 && p == nullptr) {
+      TORCH_CHECK_WITH(OutOfMemoryError, false, "neuron: out of host memory allocating ", n, " bytes");
+    }
+    return {p, p, &Free, c10::Device(c10::DeviceType::PrivateUse1, 0)};
+  }
+  c10::DeleterFnPtr raw_deleter() const override { return &Free; }
+  void copy_data(void* dest, const void* src, std::size_t count) const override {
+    default_copy_data(dest, src, count);
+  }
+
+ private:
+  static void Free(void* p) { std::free(p); }
+};
+
+HostMemoryAllocator g_allocator;
+
+// One device, index 0; no streams beyond the default one, no events.
+class NeuronGuardImpl final : public c10::impl::DeviceGuardImplInterface {
+ public:
+  c10::DeviceType type() const override { return c10::DeviceType::PrivateUse1; }
+  c10::Device exchangeDevice(c10::Device d) const override { return Current(d); }
+  c10::Device getDevice() const override { return c10::Device(c10::DeviceType::PrivateUse1, 0); }
+  void setDevice(c10::Device d) const override { Current(d); }
+  void uncheckedSetDevice(c10::Device) const noexcept override {}
+  c10::Stream getStream(c10::Device d) const override { return c10::Stream(c10::Stream::DEFAULT, d); }
+  c10::Stream exchangeStream(c10::Stream s) const override { return s; }
+  c10::DeviceIndex deviceCount() const noexcept override { return 1; }
+
+ private:
+  static c10::Device Current(c10::Device d) {
+    TORCH_CHECK(!d.has_index() || d.index() == 0, "neuron: device index ", static_cast<int>(d.index()),
+                " is out of range (this runtime exposes one device, neuron:0)");
+    return c10::Device(c10::DeviceType::PrivateUse1, 0);
+  }
+};
+
+// Random ops execute with CPU kernels, so the device's default generator is the CPU one.
+class NeuronHooks final : public at::PrivateUse1HooksInterface {
+ public:
+  bool isBuilt() const override { return true; }
+  bool isAvailable() const override { return true; }
+  const at::Generator& getDefaultGenerator(c10::DeviceIndex) const override {
+    return at::detail::getDefaultCPUGenerator();
+  }
+  at::Generator getNewGenerator(c10::DeviceIndex) const override {
+    return at::detail::createCPUGenerator();
+  }
+  at::Device getDeviceFromPtr(void*) const override { return c10::Device(c10::DeviceType::PrivateUse1, 0); }
+  bool hasPrimaryContext(c10::DeviceIndex) const override { return true; }
+  c10::DeviceIndex deviceCount() const override { return 1; }
+  c10::DeviceIndex getCurrentDevice() const override { return 0; }
+  void resizePrivateUse1Bytes(const c10::Storage& storage, size_t newsize) const override {
+    at::native::resize_bytes_cpu(storage.unsafeGetStorageImpl(), newsize);
+  }
+};
+
+at::Tensor EmptyMemoryFormat(c10::SymIntArrayRef size, std::optional<at::ScalarType> dtype,
+                             std::optional<at::Layout>, std::optional<at::Device>, std::optional<bool>,
+                             std::optional<at::MemoryFormat> memory_format) {
+  return at::detail::empty_generic(C10_AS_INTARRAYREF_SLOW(size), &g_allocator, DeviceKeySet(),
+                                   c10::dtype_or_default(dtype), memory_format);
+}
+
+at::Tensor EmptyStrided(c10::SymIntArrayRef size, c10::SymIntArrayRef stride, std::optional<at::ScalarType> dtype,
+                        std::optional<at::Layout>, std::optional<at::Device>, std::optional<bool>) {
+  return at::detail::empty_strided_generic(C10_AS_INTARRAYREF_SLOW(size), C10_AS_INTARRAYREF_SLOW(stride),
+                                           &g_allocator, DeviceKeySet(), c10::dtype_or_default(dtype));
+}
+
+const at::Tensor& Resize(const at::Tensor& self, c10::SymIntArrayRef size, std::optional<at::MemoryFormat> format) {
+  // Growing may move the data to a new allocation: queued ops still refer to the old one.
+  SyncOrThrow("resize_");
+  at::native::resize_impl_cpu_(self.unsafeGetTensorImpl(), C10_AS_INTARRAYREF_SLOW(size), std::nullopt);
+  if (format.has_value() && *format != at::MemoryFormat::Preserve) {
+    self.unsafeGetTensorImpl()->empty_tensor_restride(*format);
+  }
+  return self;
+}
+
+// aten::copy_ routes every copy that involves our device here (CompositeExplicitAutograd beats
+// a backend fallback, so this needs its own kernel).
+at::Tensor CopyFrom(const at::Tensor& self, const at::Tensor& dst, bool non_blocking) {
+  const bool src_dev = runtime::IsDeviceTensor(self);
+  const bool dst_dev = runtime::IsDeviceTensor(dst);
+  DeviceState& state = State();
+  if (src_dev && !dst_dev) {  // device -> host: a sync point
+    SyncOrThrow("to_host");
+    dst.copy_(runtime::HostAlias(self), non_blocking);
+    return dst;
+  }
+  if (!src_dev && dst_dev && dst.storage().use_count() == 1 && dst.is_non_overlapping_and_dense()) {
+    // Host -> fresh device tensor (the usual .to("neuron")): no queued op can see this storage,
+    // so copy now instead of queueing a copy of the host data.
+    state.stats.CountRecorded();
+    state.stats.CountExecuted();
+    runtime::HostAlias(dst).copy_(self);
+    return dst;
+  }
+  static const c10::OperatorHandle copy_op =
+      c10::Dispatcher::singleton().findSchemaOrThrow("aten::copy_", "");
+  runtime::OpRecord record(copy_op, {Snapshot(dst), PrivateArg(self), c10::IValue(false)});
+  record.source = CaptureSource();
+  ThrowIfError(state.stream.Record(std::move(record)));
+  return dst;
+}
+
+}  // namespace
+
+c10::Allocator* DeviceAllocator() { return &g_allocator; }
+
+c10::DispatchKeySet DeviceKeySet() { return c10::DispatchKeySet(c10::DispatchKey::PrivateUse1); }
+
+}  // namespace trn::trace
+
+C10_REGISTER_GUARD_IMPL(PrivateUse1, trn::trace::NeuronGuardImpl);
+
+namespace {
+// Registered at library load, before any Python code can touch the device.
+const bool g_registered = [] {
+  c10::SetAllocator(c10::DeviceType::PrivateUse1, &trn::trace::g_allocator);
+  at::RegisterPrivateUse1HooksInterface(new trn::trace::NeuronHooks());
+  return true;
+}();
+}  // namespace
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("empty.memory_format", TORCH_FN(trn::trace::EmptyMemoryFormat));
+  m.impl("empty_strided", TORCH_FN(trn::trace::EmptyStrided));
+  m.impl("_copy_from", TORCH_FN(trn::trace::CopyFrom));
+  m.impl("resize_", TORCH_FN(trn::trace::Resize));
+  // CompositeExplicitAutograd kernels that throw for backends other than CPU/CUDA: an
+  // op-specific registration beats a composite kernel (a backend fallback does not).
+  m.impl("convolution_overrideable", torch::CppFunction::makeFromBoxedFunction<&trn::trace::RecordingFallback>());
+  m.impl("convolution_backward_overrideable",
+         torch::CppFunction::makeFromBoxedFunction<&trn::trace::RecordingFallback>());
+}
+
+// The Conjugate/Negative fallbacks would materialise through clone -> copy_ -> _copy_from ->
+// ... recursively; our copies carry the conj/neg bits on the host aliases instead.
+TORCH_LIBRARY_IMPL(aten, Conjugate, m) { m.impl("_copy_from", torch::CppFunction::makeFallthrough()); }
+TORCH_LIBRARY_IMPL(aten, Negative, m) { m.impl("_copy_from", torch::CppFunction::makeFallthrough()); }
+
+TORCH_LIBRARY_IMPL(_, PrivateUse1, m) {
+  m.fallback(torch::CppFunction::makeFromBoxedFunction<&trn::trace::RecordingFallback>());
+}

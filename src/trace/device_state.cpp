@@ -1,0 +1,60 @@
+#include "trace/device_state.h"
+
+#include <c10/util/Exception.h>
+
+#include <atomic>
+#include <string>
+
+#include "runtime/op_error.h"
+
+namespace trn::trace {
+namespace {
+std::atomic<SourceHook> g_source_hook{nullptr};
+}  // namespace
+
+DeviceState& State() {
+  static DeviceState* state = [] {
+    const auto& knobs = runtime::GetKnobs();
+    if (!knobs.ok()) {
+      ThrowIfError(knobs.status());
+    }
+    return new DeviceState(*knobs);
+  }();
+  return *state;
+}
+
+void SetSourceHook(SourceHook hook) { g_source_hook = hook; }
+
+runtime::SourceId CaptureSource() {
+  SourceHook hook = g_source_hook.load(std::memory_order_acquire);
+  return hook == nullptr ? runtime::kNoSource : hook();
+}
+
+void ThrowIfError(const absl::Status& status) {
+  if (status.ok()) {
+    return;
+  }
+  const std::string msg(status.message());
+  const c10::SourceLocation loc{__func__, __FILE__, static_cast<uint32_t>(__LINE__)};
+  switch (runtime::KindOf(status)) {
+    case runtime::ErrorKind::kIndex:
+      throw c10::IndexError(loc, msg);
+    case runtime::ErrorKind::kValue:
+      throw c10::ValueError(loc, msg);
+    case runtime::ErrorKind::kType:
+      throw c10::TypeError(loc, msg);
+    case runtime::ErrorKind::kNotImplemented:
+      throw c10::NotImplementedError(loc, msg);
+    case runtime::ErrorKind::kLinAlg:
+      throw c10::LinAlgError(loc, msg);
+    case runtime::ErrorKind::kOutOfMemory:
+      throw c10::OutOfMemoryError(loc, msg);
+    case runtime::ErrorKind::kRuntime:
+      break;
+  }
+  throw c10::Error(loc, msg);
+}
+
+void SyncOrThrow(const char* reason) { ThrowIfError(State().stream.Sync(reason)); }
+
+}  // namespace trn::trace

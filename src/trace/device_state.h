@@ -1,0 +1,39 @@
+// The neuron device's process-wide state: knobs, stats and the op stream. Created on first use
+// (the first device op or the Python module's import), never destroyed: the executor thread may
+// still be running while the process exits, and libtorch's own statics outlive ours.
+//
+// Thread-safe: State() initialises once; the members are themselves thread-safe.
+#pragma once
+
+#include "absl/status/status.h"
+#include "runtime/knobs.h"
+#include "runtime/source_table.h"
+#include "runtime/stats.h"
+#include "scheduler/stream.h"
+
+namespace trn::trace {
+
+struct DeviceState {
+  explicit DeviceState(const runtime::Knobs& knobs) : knobs(knobs), stream(knobs, &stats) {}
+  const runtime::Knobs knobs;
+  runtime::Stats stats;
+  scheduler::Stream stream;
+};
+
+// Throws the knob parse error (as a ValueError) if the environment is invalid.
+DeviceState& State();
+
+// Source capture: installed by the Python extension; returns kNoSource when no Python frame
+// outside torch is on the calling thread's stack.
+using SourceHook = runtime::SourceId (*)();
+void SetSourceHook(SourceHook hook);
+runtime::SourceId CaptureSource();
+
+// Converts a non-OK status to the PyTorch exception class it carries (c10::IndexError,
+// c10::ValueError, ...) and throws it. The dispatcher/pybind edge only.
+void ThrowIfError(const absl::Status& status);
+
+// Syncs the stream and throws the first stored error.
+void SyncOrThrow(const char* reason);
+
+}  // namespace trn::trace

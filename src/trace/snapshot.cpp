@@ -1,0 +1,57 @@
+#include "trace/snapshot.h"
+
+#include <ATen/EmptyTensor.h>
+#include <ATen/ops/empty.h>
+#include <c10/core/TensorImpl.h>
+
+#include "runtime/host_view.h"
+#include "trace/fallback.h"
+
+namespace trn::trace {
+
+at::Tensor MakeView(const at::Tensor& base, const at::Tensor& meta) {
+  auto impl = c10::make_intrusive<c10::TensorImpl>(c10::TensorImpl::VIEW, c10::Storage(base.storage()),
+                                                   base.key_set(), meta.dtype());
+  impl->set_sizes_and_strides(meta.sizes(), meta.strides(), meta.storage_offset());
+  return at::Tensor(std::move(impl));
+}
+
+at::Tensor Snapshot(const at::Tensor& t) {
+  if (!runtime::IsDeviceTensor(t)) {
+    return t;
+  }
+  at::Tensor s = MakeView(t, t);
+  if (t.is_conj()) {
+    s._set_conj(true);
+  }
+  if (t.is_neg()) {
+    s._set_neg(true);
+  }
+  return s;
+}
+
+c10::IValue PrivateArg(const c10::IValue& v) {
+  return runtime::MapTensors(v, [](const at::Tensor& t) -> at::Tensor {
+    if (!t.defined() || runtime::IsDeviceTensor(t)) {
+      return Snapshot(t);
+    }
+    if (t.unsafeGetTensorImpl()->is_wrapped_number()) {
+      return t;  // a Python scalar wrapped by the arg parser: nobody else holds it
+    }
+    at::Tensor copy = t.clone();
+    return copy;
+  });
+}
+
+at::Tensor MetaTwin(const at::Tensor& t) {
+  const int64_t extent = t.itemsize() == 0 ? 0 : static_cast<int64_t>(t.storage().nbytes() / t.itemsize());
+  at::Tensor base = at::empty({extent}, t.options().device(c10::kMeta).requires_grad(false));
+  return base.as_strided(t.sizes(), t.strides(), t.storage_offset());
+}
+
+at::Tensor FreshLike(const at::Tensor& meta) {
+  return at::detail::empty_strided_generic(meta.sizes(), meta.strides(), DeviceAllocator(), DeviceKeySet(),
+                                           meta.scalar_type());
+}
+
+}  // namespace trn::trace

@@ -1,0 +1,30 @@
+// Tensors the recorder creates: snapshots of device tensors for queued ops, Meta twins for
+// shape inference, views sharing a base's storage, fresh device outputs.
+//
+// Thread-safe: pure functions over their arguments.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+#include <ATen/core/ivalue.h>
+
+namespace trn::trace {
+
+// A private TensorImpl over `t`'s storage with `t`'s current geometry (and conj/neg bits): later
+// in-place metadata changes on `t` (squeeze_, as_strided_) do not reach the queued op.
+at::Tensor Snapshot(const at::Tensor& t);
+
+// What a queued op keeps of an argument: snapshots of device tensors, private copies of host
+// tensors (the user may overwrite them before the op runs), everything else as is.
+c10::IValue PrivateArg(const c10::IValue& v);
+
+// A Meta tensor with `t`'s sizes, strides, offset and storage extent (so view outputs get
+// absolute offsets into the same storage).
+at::Tensor MetaTwin(const at::Tensor& t);
+
+// A device tensor viewing `base`'s storage with `meta`'s geometry and dtype.
+at::Tensor MakeView(const at::Tensor& base, const at::Tensor& meta);
+
+// A freshly allocated device tensor with `meta`'s sizes, strides and dtype.
+at::Tensor FreshLike(const at::Tensor& meta);
+
+}  // namespace trn::trace

@@ -1,0 +1,85 @@
+// Executor: stream order, stored errors with op context, poisoning until the next Wait,
+// backpressure, last-ops ring.
+#include <ATen/ATen.h>
+
+#include "runtime/executor.h"
+#include "runtime/op_error.h"
+#include "runtime/source_table.h"
+
+#include <catch2/catch.hpp>
+
+using trn::runtime::Executor;
+using trn::runtime::ExecutorOptions;
+using trn::runtime::OpRecord;
+using trn::runtime::Stats;
+
+namespace {
+c10::OperatorHandle Op(const char* name, const char* overload) {
+  return c10::Dispatcher::singleton().findSchemaOrThrow(name, overload);
+}
+
+// add_(dst, src): an in-place op on host tensors, so the test needs no device.
+OpRecord AddInPlace(const at::Tensor& dst, const at::Tensor& src) {
+  return OpRecord(Op("aten::add_", "Tensor"), {dst, src, c10::IValue(at::Scalar(1))});
+}
+}  // namespace
+
+TEST_CASE("ops run in submission order", "[executor]") {
+  Stats stats;
+  Executor ex(ExecutorOptions{}, &stats);
+  at::Tensor acc = at::zeros({3});
+  for (int i = 1; i <= 100; ++i) {
+    ex.Submit(AddInPlace(acc, at::full({3}, static_cast<double>(i))));
+  }
+  REQUIRE(ex.Wait().ok());
+  CHECK(acc[0].item<double>() == 5050.0);
+  CHECK(stats.Snapshot().ops_executed == 100);
+  auto last = ex.LastOps(3);
+  REQUIRE(last.size() == 3);
+  CHECK(last.back().op == "aten::add_.Tensor");
+}
+
+TEST_CASE("an error is stored with the op and its source line, later ops are skipped", "[executor]") {
+  Stats stats;
+  Executor ex(ExecutorOptions{}, &stats);
+  trn::runtime::SourceLocation loc{"model.py", 41, "forward"};
+  const auto id = trn::runtime::GlobalSourceTable().Intern(loc);
+  at::Tensor a = at::zeros({3});
+  OpRecord bad = AddInPlace(a, at::ones({4}));  // shape mismatch: the CPU kernel throws
+  bad.source = id;
+  ex.Submit(std::move(bad));
+  ex.Submit(AddInPlace(a, at::ones({3})));  // skipped: submitted after the failure
+  absl::Status status = ex.Wait();
+  REQUIRE_FALSE(status.ok());
+  const std::string msg(status.message());
+  CHECK(msg.find("aten::add_.Tensor at model.py:41 (forward)") == 0);
+  CHECK(msg.find("must match") != std::string::npos);
+  CHECK(a.sum().item<double>() == 0.0);
+  // The error was consumed: the stream works again.
+  ex.Submit(AddInPlace(a, at::ones({3})));
+  CHECK(ex.Wait().ok());
+  CHECK(a.sum().item<double>() == 3.0);
+}
+
+TEST_CASE("the error class survives as a kind", "[executor]") {
+  Stats stats;
+  Executor ex(ExecutorOptions{}, &stats);
+  at::Tensor x = at::zeros({3});
+  ex.Submit(OpRecord(Op("aten::select", "int"), {x, c10::IValue(int64_t{0}), c10::IValue(int64_t{7})}));
+  absl::Status status = ex.Wait();
+  REQUIRE_FALSE(status.ok());
+  CHECK(trn::runtime::KindOf(status) == trn::runtime::ErrorKind::kIndex);
+}
+
+TEST_CASE("a full queue blocks the producer instead of growing", "[executor]") {
+  Stats stats;
+  Executor ex(ExecutorOptions{/*max_pending=*/2, /*last_ops_capacity=*/4}, &stats);
+  at::Tensor acc = at::zeros({1});
+  for (int i = 0; i < 50; ++i) {
+    ex.Submit(AddInPlace(acc, at::ones({1})));
+    CHECK(ex.Pending() <= 3);  // queued (<= 2) plus the one running
+  }
+  REQUIRE(ex.Wait().ok());
+  CHECK(acc.item<double>() == 50.0);
+  CHECK(ex.LastOps(100).size() == 4);
+}
