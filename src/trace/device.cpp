@@ -133,7 +133,7 @@ at::Tensor CopyFrom(const at::Tensor& self, const at::Tensor& dst, bool non_bloc
   static const c10::OperatorHandle copy_op =
       c10::Dispatcher::singleton().findSchemaOrThrow("aten::copy_", "");
   runtime::OpRecord record(copy_op, {Snapshot(dst), PrivateArg(self), c10::IValue(false)});
-  record.source = CaptureSource();
+  record.source = SourceForOp(state, {self, dst});
   ThrowIfError(state.stream.Record(std::move(record)));
   return dst;
 }

@@ -5,7 +5,10 @@
 #include <atomic>
 #include <string>
 
+#include "runtime/host_view.h"
 #include "runtime/op_error.h"
+
+#include <ATen/core/grad_mode.h>
 
 namespace trn::trace {
 namespace {
@@ -28,6 +31,23 @@ void SetSourceHook(SourceHook hook) { g_source_hook = hook; }
 runtime::SourceId CaptureSource() {
   SourceHook hook = g_source_hook.load(std::memory_order_acquire);
   return hook == nullptr ? runtime::kNoSource : hook();
+}
+
+runtime::SourceId SourceForOp(DeviceState& state, const std::vector<c10::IValue>& args) {
+  const runtime::SourceId id = CaptureSource();
+  if (id == runtime::kNoSource) {
+    return state.backward_lines.LookupBackward();
+  }
+  if (at::GradMode::is_enabled()) {
+    bool requires_grad = false;
+    for (const c10::IValue& a : args) {
+      runtime::ForEachTensor(a, [&](const at::Tensor& t) { requires_grad = requires_grad || (t.defined() && t.requires_grad()); });
+    }
+    if (requires_grad) {
+      state.backward_lines.RememberForward(id);
+    }
+  }
+  return id;
 }
 
 void ThrowIfError(const absl::Status& status) {

@@ -10,6 +10,10 @@
 #include "runtime/source_table.h"
 #include "runtime/stats.h"
 #include "scheduler/stream.h"
+#include "trace/backward_lines.h"
+
+#include <ATen/core/ivalue.h>
+#include <vector>
 
 namespace trn::trace {
 
@@ -18,6 +22,7 @@ struct DeviceState {
   const runtime::Knobs knobs;
   runtime::Stats stats;
   scheduler::Stream stream;
+  BackwardLines backward_lines;
 };
 
 // Throws the knob parse error (as a ValueError) if the environment is invalid.
@@ -28,6 +33,11 @@ DeviceState& State();
 using SourceHook = runtime::SourceId (*)();
 void SetSourceHook(SourceHook hook);
 runtime::SourceId CaptureSource();
+
+// The source line to record for an op with `args`: the Python caller's line; on the autograd
+// engine's threads, the line of the forward op whose node is being evaluated. Forward ops with
+// inputs that require grad are remembered for that.
+runtime::SourceId SourceForOp(DeviceState& state, const std::vector<c10::IValue>& args);
 
 // Converts a non-OK status to the PyTorch exception class it carries (c10::IndexError,
 // c10::ValueError, ...) and throws it. The dispatcher/pybind edge only.

@@ -266,7 +266,7 @@ void RecordingFallback(const c10::OperatorHandle& orig_op, torch::jit::Stack* st
     }
     runtime::OpRecord record(op, std::move(private_args));
     record.outputs = std::move(fresh);
-    record.source = CaptureSource();
+    record.source = SourceForOp(state, args);
     absl::Status status = state.stream.Record(std::move(record));
     if (!status.ok()) {
       ThrowIfError(status);

@@ -1,0 +1,162 @@
+"""Device basics: creation, views, in-place ops, copies, printing, dtypes, sync semantics."""
+import torch
+import pytest
+
+import torch_trn
+
+DEV = torch_trn.device()
+
+
+def test_device_is_named_neuron():
+    x = torch.ones(2, device="neuron")
+    assert x.device == torch.device("neuron", 0)
+    assert x.is_neuron
+    assert str(x.device) == "neuron:0"
+    assert torch.neuron.device_count() == 1
+    assert torch.ones(1).neuron().is_neuron
+
+
+def test_to_and_back_roundtrip_preserves_values():
+    x = torch.randn(3, 5)
+    y = x.to("neuron")
+    assert y.device.type == "neuron"
+    torch.testing.assert_close(y.cpu(), x, rtol=0, atol=0)
+
+
+def test_arithmetic_matches_cpu():
+    a, b = torch.randn(4, 6), torch.randn(6, 3)
+    out = ((a.to(DEV) @ b.to(DEV)).relu() * 2 - 1).softmax(dim=-1)
+    torch.testing.assert_close(out.cpu(), ((a @ b).relu() * 2 - 1).softmax(dim=-1))
+
+
+def test_views_share_storage_and_see_later_writes():
+    x = torch.zeros(4, 4, device=DEV)
+    row = x[1]
+    col = x[:, 2]
+    t = x.t()
+    x.add_(1)
+    row.mul_(5)
+    expected = torch.ones(4, 4)
+    expected[1] *= 5
+    torch.testing.assert_close(x.cpu(), expected)
+    torch.testing.assert_close(col.cpu(), expected[:, 2])
+    torch.testing.assert_close(t.cpu(), expected.t())
+    assert t.untyped_storage().data_ptr() == x.untyped_storage().data_ptr()
+
+
+def test_inplace_metadata_ops_do_not_change_queued_ops():
+    x = torch.arange(6.0).reshape(2, 3).to(DEV)
+    y = x * 1  # queued with x's current (2, 3) geometry
+    x.unsqueeze_(0)
+    x.transpose_(1, 2)
+    assert x.shape == (1, 3, 2)
+    torch.testing.assert_close(y.cpu(), torch.arange(6.0).reshape(2, 3))
+    torch.testing.assert_close(x.cpu(), torch.arange(6.0).reshape(2, 3).unsqueeze(0).transpose(1, 2))
+
+
+def test_out_variant_resizes_output():
+    a = torch.randn(5).to(DEV)
+    out = torch.empty(0, device=DEV)
+    torch.abs(a, out=out)
+    assert out.shape == (5,)
+    torch.testing.assert_close(out.cpu(), a.cpu().abs())
+
+
+def test_host_tensor_mutated_after_copy_does_not_change_device_value():
+    h = torch.ones(3)
+    d = torch.zeros(3, device=DEV)
+    d.copy_(h)  # d's storage is not fresh here: the copy is queued with a private copy of h
+    h.fill_(7)
+    torch.testing.assert_close(d.cpu(), torch.ones(3))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16, torch.float16,
+                                   torch.int64, torch.int32, torch.bool, torch.uint8])
+def test_dtypes(dtype):
+    x = (torch.arange(12) % 5).to(dtype)
+    d = x.to(DEV)
+    assert d.dtype == dtype
+    torch.testing.assert_close(d.cpu(), x)
+    if dtype == torch.bool:
+        torch.testing.assert_close((d & d.logical_not()).cpu(), torch.zeros(12, dtype=torch.bool))
+    else:
+        torch.testing.assert_close((d + d).cpu(), x + x)
+
+
+def test_dtype_conversion_in_copies():
+    x = torch.tensor([1.75, -2.25, 3.5])
+    d = x.to(DEV, torch.bfloat16)
+    assert d.dtype == torch.bfloat16
+    back = d.to("cpu", torch.int64)
+    assert back.dtype == torch.int64
+    assert back.tolist() == x.to(torch.bfloat16).to(torch.int64).tolist()
+
+
+def test_printing_syncs_and_shows_values():
+    d = torch.tensor([1.5, 2.5]).to(DEV) * 2
+    text = repr(d)
+    assert "3." in text and "5." in text
+    assert "neuron" in text
+
+
+def test_item_bool_and_host_reads_are_sync_points():
+    torch_trn.reset_stats()
+    d = torch.tensor([3.0]).to(DEV) + 1
+    assert d.item() == 4.0
+    assert bool(d > 3)
+    s = torch_trn.stats()
+    assert s["sync_total"] >= 2
+    assert s["ops_executed"] == s["ops_recorded"]
+
+
+def test_ops_are_recorded_not_run_until_sync():
+    torch_trn.sync()
+    torch_trn.reset_stats()
+    x = torch.randn(64, 64).to(DEV)
+    for _ in range(50):
+        x = x * 1.0001
+    s = torch_trn.stats()
+    assert s["ops_recorded"] >= 50
+    torch_trn.sync()
+    assert torch_trn._C.pending() == 0
+    assert torch_trn.stats()["ops_executed"] == torch_trn.stats()["ops_recorded"]
+
+
+def test_bounded_queue_under_many_ops():
+    # Far more ops than NEURON_MAX_PENDING_OPS: recording blocks instead of growing without bound.
+    x = torch.zeros(8).to(DEV)
+    for _ in range(10000):
+        x.add_(1)
+    assert torch_trn._C.pending() <= 4096 + 1
+    assert x.sum().item() == 80000.0
+
+
+def test_autograd_on_device():
+    w = torch.randn(3, 3, requires_grad=True)
+    wd = w.detach().to(DEV).requires_grad_()
+    x = torch.randn(2, 3)
+    (x.to(DEV) @ wd).tanh().sum().backward()
+    (x @ w).tanh().sum().backward()
+    torch.testing.assert_close(wd.grad.cpu(), w.grad)
+
+
+def test_data_dependent_ops_fall_back_to_host_and_are_counted():
+    torch_trn.reset_stats()
+    x = torch.tensor([0.0, 1.0, 0.0, 2.0]).to(DEV)
+    nz = torch.nonzero(x)
+    assert nz.device.type == "neuron"
+    assert nz.cpu().flatten().tolist() == [1, 3]
+    sel = x[x > 0]
+    assert sel.cpu().tolist() == [1.0, 2.0]
+    fallbacks = torch_trn.stats()["host_fallbacks"]
+    assert "aten::nonzero" in fallbacks
+    assert "data-dependent output shape" in fallbacks["aten::nonzero"]
+
+
+def test_mode_defaults_to_eager():
+    assert torch_trn.mode() in ("eager", "adaptive", "compile")
+
+
+def test_manual_seed_does_not_warn_about_the_device(recwarn):
+    torch.manual_seed(0)
+    assert not [w for w in recwarn if "neuron" in str(w.message)]
