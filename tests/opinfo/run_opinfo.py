@@ -145,6 +145,13 @@ def _to_cpu(x, check_device=None):
     return _map(x, f)
 
 
+def _tensors(x):
+    """The tensors of a nested structure, in order."""
+    out = []
+    _map(x, lambda t: out.append(t) or t)
+    return out
+
+
 def _struct(x):
     """Structure/shape/dtype signature (for random ops)."""
     import torch
@@ -213,6 +220,8 @@ def _run_worker(args):
                 # device copy first, from the pristine sample
                 try:
                     d_inp, d_args, d_kwargs = _move(s, dev)
+                    d_tensors = _tensors((d_inp, d_args, d_kwargs))
+                    moved_device_kwarg = "device" in s.kwargs and d_kwargs["device"] is not s.kwargs["device"]
                     torch_trn.sync()
                 except Exception as e:  # noqa: BLE001
                     rec.update(status="fail", error="move: " + _first_line(e))
@@ -238,8 +247,9 @@ def _run_worker(args):
                     torch.manual_seed(0)
                     res = op(d_inp, *d_args, **d_kwargs)
                     torch_trn.sync()
-                    res_cpu = _to_cpu(res, check_device=dev.type)
-                    after_cpu = _to_cpu((d_inp, d_args, d_kwargs))
+                    on_device = bool(d_tensors) or moved_device_kwarg
+                    res_cpu = _to_cpu(res, check_device=dev.type if on_device else None)
+                    after_cpu = _to_cpu(d_tensors)
                 except Exception as e:  # noqa: BLE001
                     rec.update(status="fail", error=_first_line(e))
                     try:
@@ -256,7 +266,7 @@ def _run_worker(args):
                     else:
                         _compare(res_cpu, ref)
                         try:
-                            _compare(after_cpu, c1)
+                            _compare(after_cpu, _tensors(c1))
                         except AssertionError as e:
                             raise AssertionError("sample tensors differ after the op (in-place "
                                                  "mutation mismatch): " + str(e)) from None
