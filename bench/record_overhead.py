@@ -14,6 +14,10 @@ What is measured (each row: median over --repeats batches of the batch's mean ti
                     thread, and wait for it: the full round trip of one op.
   launch blocking   `c = a + b` in a child process with NEURON_LAUNCH_BLOCKING=1 (each op
                     executes before the call returns), if the child runs.
+  meta add          `c = a + b` on PyTorch's own meta device (no torch_trn involved): the
+                    cost of the Meta kernel the recorder runs for shape inference. For many
+                    ops (add included) torch 2.x registers a Python Meta kernel
+                    (torch/_meta_registrations.py) over the C++ one, so this is Python code.
   python loop       an empty loop iteration (`c = a`): the floor included in every row.
 The headline ratio is neuron record / cpu eager (both include the loop floor).
 """
@@ -98,6 +102,8 @@ def main():
     rows = []
     rows.append(("python loop", per_op_times(a_cpu, b_cpu, args.batch, args.repeats, empty=True)))
     rows.append(("cpu eager", per_op_times(a_cpu, b_cpu, args.batch, args.repeats)))
+    a_meta, b_meta = a_cpu.to("meta"), b_cpu.to("meta")
+    rows.append(("meta add", per_op_times(a_meta, b_meta, max(10, args.batch // 10), args.repeats)))
     torch_trn.reset_stats()
     rows.append(("neuron record", per_op_times(a_dev, b_dev, args.batch, args.repeats,
                                                after_batch=torch_trn.sync)))

@@ -92,8 +92,11 @@ void Sync() {
 }
 
 py::dict Stats() {
-  runtime::StatsSnapshot s = StateOrRaise().stats.Snapshot();
+  trace::DeviceState& state = StateOrRaise();
+  runtime::StatsSnapshot s = state.stats.Snapshot();
   py::dict out;
+  out["meta_cache_hits"] = state.meta_cache.hits();
+  out["meta_cache_misses"] = state.meta_cache.misses();
   out["ops_recorded"] = s.ops_recorded;
   out["ops_executed"] = s.ops_executed;
   out["views"] = s.views;

@@ -34,6 +34,28 @@ if not hasattr(_torch, _BACKEND):
 import atexit as _atexit  # noqa: E402
 
 
+def _start_autograd_on_device():
+    # PyTorch sizes the autograd engine's per-device queues once, at the first backward pass in
+    # the process, from the device types registered then. Run a tiny backward on the device now,
+    # so the first backward sees it; if one already ran without it, say so plainly instead of
+    # letting the user's first backward die on an internal assert.
+    x = _torch.ones(1, device=_torch.device(_BACKEND, 0), requires_grad=True)
+    try:
+        (x * 2).sum().backward()
+    except RuntimeError as e:
+        if "device_ready_queues_" not in str(e):
+            raise
+        raise ImportError(
+            "torch_trn must be imported before the first backward pass of the process: PyTorch's "
+            "autograd engine has already started without the neuron device, so backward passes on "
+            "it cannot run. Move `import torch_trn` before any training code.") from None
+    _C.sync()
+    _C.reset_stats()
+
+
+_start_autograd_on_device()
+
+
 def device(index: int = 0) -> _torch.device:
     """The neuron device (one device, index 0)."""
     return _torch.device(_BACKEND, index)

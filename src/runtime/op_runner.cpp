@@ -12,6 +12,9 @@ namespace trn::runtime {
 namespace {
 
 absl::Status CopyResult(const c10::OperatorHandle& op, const at::Tensor& dst, const at::Tensor& src) {
+  if (!dst.defined()) {
+    return absl::OkStatus();
+  }
   if (dst.sizes() != src.sizes()) {
     return MakeOpError(ErrorKind::kRuntime,
                        absl::StrCat("internal: the Meta kernel of ", OpName(op), " predicted sizes [",

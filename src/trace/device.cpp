@@ -102,8 +102,13 @@ at::Tensor EmptyStrided(c10::SymIntArrayRef size, c10::SymIntArrayRef stride, st
 }
 
 const at::Tensor& Resize(const at::Tensor& self, c10::SymIntArrayRef size, std::optional<at::MemoryFormat> format) {
-  // Growing may move the data to a new allocation: queued ops still refer to the old one.
-  SyncOrThrow("resize_");
+  // Growing moves the data to a new allocation while queued ops may still be using the storage:
+  // drain them first, unless nothing else references the storage (a fresh out= tensor).
+  const size_t needed = at::detail::computeStorageNbytesContiguous(
+      C10_AS_INTARRAYREF_SLOW(size), self.itemsize(), self.storage_offset());
+  if (needed > self.storage().nbytes() && self.storage().use_count() > 1) {
+    SyncOrThrow("resize_");
+  }
   at::native::resize_impl_cpu_(self.unsafeGetTensorImpl(), C10_AS_INTARRAYREF_SLOW(size), std::nullopt);
   if (format.has_value() && *format != at::MemoryFormat::Preserve) {
     self.unsafeGetTensorImpl()->empty_tensor_restride(*format);

@@ -11,6 +11,7 @@
 #include "runtime/stats.h"
 #include "scheduler/stream.h"
 #include "trace/backward_lines.h"
+#include "trace/meta_cache.h"
 
 #include <ATen/core/ivalue.h>
 #include <vector>
@@ -23,6 +24,7 @@ struct DeviceState {
   runtime::Stats stats;
   scheduler::Stream stream;
   BackwardLines backward_lines;
+  MetaCache meta_cache;
 };
 
 // Throws the knob parse error (as a ValueError) if the environment is invalid.

@@ -18,6 +18,7 @@
 #include "runtime/op_error.h"
 #include "runtime/op_runner.h"
 #include "trace/device_state.h"
+#include "trace/meta_cache.h"
 #include "trace/snapshot.h"
 
 namespace trn::trace {
@@ -56,7 +57,9 @@ c10::OperatorHandle Canonical(const c10::OperatorHandle& op, std::vector<c10::IV
     return conv;
   }
   if (name == "aten::convolution_backward_overrideable") {
-    args->insert(args->begin() + 3, c10::IValue());  // bias_sizes: SymInt[]? = None
+    // bias_sizes (SymInt[]?): the bias has one entry per output channel, grad_output's dim 1.
+    const at::Tensor& grad_output = (*args)[0].toTensor();
+    args->insert(args->begin() + 3, c10::IValue(std::vector<int64_t>{grad_output.size(1)}));
     return conv_bw;
   }
   return op;
@@ -87,63 +90,22 @@ bool WritesArg(const c10::FunctionSchema& schema, size_t j) {
   return a != nullptr && a->isWrite();
 }
 
-struct MetaResult {
-  std::vector<c10::IValue> args;     // Meta twins after the call (in-place ops restride them)
-  std::vector<c10::IValue> returns;  // Meta outputs
-};
-
-// Runs the op's Meta kernel; nullopt (with `reason`) when it cannot size the outputs.
-std::optional<MetaResult> InferWithMeta(const c10::OperatorHandle& op, const std::vector<c10::IValue>& args,
-                                        std::string* reason) {
-  MetaResult result;
-  torch::jit::Stack stack;
-  stack.reserve(args.size());
-  for (const c10::IValue& a : args) {
-    if (a.isDevice() && a.toDevice().type() == c10::DeviceType::PrivateUse1) {
-      stack.emplace_back(c10::Device(c10::kMeta));
-      continue;
-    }
-    // Host scalars (0-dim CPU tensors, e.g. Python numbers wrapped by the arg parser) stay on the
-    // host: kernels accept them next to any device, and Python meta kernels unwrap them.
-    stack.push_back(MapTensors(a, [](const at::Tensor& t) {
-      const bool host_scalar = t.defined() && t.device().is_cpu() && t.dim() == 0;
-      return t.defined() && !host_scalar ? MetaTwin(t) : t;
-    }));
-  }
-  result.args = stack;
-  try {
-    op.callBoxed(&stack);
-  } catch (const std::exception& e) {
-    std::string msg = e.what();
-    *reason = msg.find("'Meta' backend") != std::string::npos || msg.find("Meta") != std::string::npos
-                  ? "no Meta kernel"
-                  : "Meta kernel raised";
-    return std::nullopt;
-  }
-  for (const c10::IValue& r : stack) {
-    if (!r.isTensor() && !r.isTensorList() && !r.isNone()) {
-      *reason = "returns a host value";
-      return std::nullopt;
-    }
-  }
-  result.returns = std::move(stack);
-  return result;
-}
-
 // A device tensor for a host result: a view of `base` when the result lies in base's storage
 // (the kernel returned a view), else a fresh device copy.
 at::Tensor DeviceTensorFor(const at::Tensor& host, const at::Tensor* base) {
+  if (!host.defined()) {
+    return host;  // e.g. a masked-out gradient of convolution_backward
+  }
   if (base != nullptr && base->defined() && host.defined() && base->storage().data() != nullptr) {
     const char* start = static_cast<const char*>(base->storage().data());
     const char* p = static_cast<const char*>(host.data_ptr());
     if (p >= start && p < start + base->storage().nbytes()) {
-      at::Tensor meta = at::empty({0}, host.options().device(c10::kMeta))
-                            .as_strided(host.sizes(), host.strides(), (p - start) / host.itemsize());
-      return MakeView(*base, meta);
+      Geometry g = Geometry::Of(host);
+      g.offset = (p - start) / host.itemsize();
+      return MakeView(*base, g);
     }
   }
-  at::Tensor meta = at::empty_strided(host.sizes(), host.strides(), host.options().device(c10::kMeta));
-  at::Tensor dev = FreshLike(meta);
+  at::Tensor dev = FreshLike(Geometry::Of(host));
   runtime::HostAlias(dev).copy_(host);
   return dev;
 }
@@ -182,6 +144,22 @@ void RunNow(const c10::OperatorHandle& op, std::vector<c10::IValue>& args, torch
   }
 }
 
+// Meta inference through the process-wide cache (see meta_cache.h).
+std::shared_ptr<const MetaOutcome> InferCached(DeviceState& state, const c10::OperatorHandle& op,
+                                               const std::vector<c10::IValue>& args) {
+  std::optional<std::string> key = MetaCache::Key(op, args);
+  if (key.has_value()) {
+    if (auto hit = state.meta_cache.Find(*key)) {
+      return hit;
+    }
+  }
+  auto outcome = std::make_shared<const MetaOutcome>(InferWithMeta(op, args));
+  if (key.has_value()) {
+    state.meta_cache.Insert(std::move(*key), outcome);
+  }
+  return outcome;
+}
+
 }  // namespace
 
 void RecordingFallback(const c10::OperatorHandle& orig_op, torch::jit::Stack* stack) {
@@ -208,11 +186,12 @@ void RecordingFallback(const c10::OperatorHandle& orig_op, torch::jit::Stack* st
       });
     }
   }
-  std::optional<MetaResult> meta;
+  std::shared_ptr<const MetaOutcome> meta;
   if (reason.empty()) {
-    meta = InferWithMeta(op, args, &reason);
+    meta = InferCached(state, op, args);
+    reason = meta->fallback_reason;
   }
-  if (!meta.has_value()) {
+  if (!reason.empty()) {
     if (reason != "host read") {
       state.stats.CountHostFallback(schema.name(), reason);
     }
@@ -230,31 +209,38 @@ void RecordingFallback(const c10::OperatorHandle& orig_op, torch::jit::Stack* st
     executes = executes || WritesArg(schema, j);
     // out= kernels resize their outputs (abs.out(x, out=empty(0))): do it now, as eager would.
     if (WritesArg(schema, j) && schema.arguments()[j].is_out() && args[j].isTensor() &&
-        meta->args[j].isTensor()) {
+        meta->written[j].has_value()) {
       const at::Tensor& real = args[j].toTensor();
-      const at::Tensor& m = meta->args[j].toTensor();
-      if (real.sizes() != m.sizes()) {
-        real.resize_(m.sizes());
+      if (real.sizes() != c10::IntArrayRef(meta->written[j]->sizes)) {
+        real.resize_(meta->written[j]->sizes);
       }
     }
   }
   for (size_t i = 0; i < nret; ++i) {
     const int j = AliasedArg(schema, i);
-    const c10::IValue& m = meta->returns[i];
+    const ValueGeometry& m = meta->returns[i];
     if (j >= 0 && WritesArg(schema, j)) {
       outs[i] = args[j];
-    } else if (j >= 0 && m.isTensor()) {
-      outs[i] = MakeView(args[j].toTensor(), m.toTensor());
-    } else if (j >= 0 && m.isTensorList()) {
+    } else if (m.kind == ValueGeometry::Kind::kNone) {
+      outs[i] = c10::IValue();
+    } else if (j >= 0) {  // a view (or list of views) of argument j
       c10::List<at::Tensor> views;
-      for (const at::Tensor& t : m.toTensorList()) {
-        views.push_back(MakeView(args[j].toTensor(), t));
+      for (const Geometry& g : m.tensors) {
+        views.push_back(MakeView(args[j].toTensor(), g));
       }
-      outs[i] = views;
-    } else if (m.isTensor() || m.isTensorList()) {
-      outs[i] = MapTensors(m, [](const at::Tensor& t) { return FreshLike(t); });
-      fresh[i] = MapTensors(outs[i], [](const at::Tensor& t) { return Snapshot(t); });
-      executes = true;
+      outs[i] = m.kind == ValueGeometry::Kind::kTensor ? c10::IValue(views.get(0)) : c10::IValue(views);
+    } else {
+      c10::List<at::Tensor> made;
+      bool any = false;
+      for (const Geometry& g : m.tensors) {
+        made.push_back(g.defined ? FreshLike(g) : at::Tensor());  // undefined: a masked-out gradient
+        any = any || g.defined;
+      }
+      outs[i] = m.kind == ValueGeometry::Kind::kTensor ? c10::IValue(made.get(0)) : c10::IValue(made);
+      if (any) {
+        fresh[i] = MapTensors(outs[i], [](const at::Tensor& t) { return Snapshot(t); });
+        executes = true;
+      }
     }
   }
 
@@ -267,10 +253,7 @@ void RecordingFallback(const c10::OperatorHandle& orig_op, torch::jit::Stack* st
     runtime::OpRecord record(op, std::move(private_args));
     record.outputs = std::move(fresh);
     record.source = SourceForOp(state, args);
-    absl::Status status = state.stream.Record(std::move(record));
-    if (!status.ok()) {
-      ThrowIfError(status);
-    }
+    ThrowIfError(state.stream.Record(std::move(record)));
   } else {
     state.stats.CountView();
   }
@@ -279,13 +262,14 @@ void RecordingFallback(const c10::OperatorHandle& orig_op, torch::jit::Stack* st
   // geometry: mirror what the Meta kernel did to its twin (after snapshotting the old one).
   for (size_t j = 0; j < args.size(); ++j) {
     if (!WritesArg(schema, j) || schema.arguments()[j].is_out() || !args[j].isTensor() ||
-        !meta->args[j].isTensor()) {
+        !meta->written[j].has_value()) {
       continue;
     }
     const at::Tensor& real = args[j].toTensor();
-    const at::Tensor& m = meta->args[j].toTensor();
-    if (real.sizes() != m.sizes() || real.strides() != m.strides() || real.storage_offset() != m.storage_offset()) {
-      real.unsafeGetTensorImpl()->set_sizes_and_strides(m.sizes(), m.strides(), m.storage_offset());
+    const Geometry& g = *meta->written[j];
+    if (real.sizes() != c10::IntArrayRef(g.sizes) || real.strides() != c10::IntArrayRef(g.strides) ||
+        real.storage_offset() != g.offset) {
+      real.unsafeGetTensorImpl()->set_sizes_and_strides(g.sizes, g.strides, g.offset);
     }
   }
   for (c10::IValue& o : outs) {

@@ -6,21 +6,29 @@
 
 #include "runtime/host_view.h"
 #include "trace/fallback.h"
+#include "trace/meta_cache.h"
 
 namespace trn::trace {
 
-at::Tensor MakeView(const at::Tensor& base, const at::Tensor& meta) {
+namespace {
+at::Tensor ViewOf(const at::Tensor& base, c10::IntArrayRef sizes, c10::IntArrayRef strides, int64_t offset,
+                  caffe2::TypeMeta dtype) {
   auto impl = c10::make_intrusive<c10::TensorImpl>(c10::TensorImpl::VIEW, c10::Storage(base.storage()),
-                                                   base.key_set(), meta.dtype());
-  impl->set_sizes_and_strides(meta.sizes(), meta.strides(), meta.storage_offset());
+                                                   base.key_set(), dtype);
+  impl->set_sizes_and_strides(sizes, strides, offset);
   return at::Tensor(std::move(impl));
+}
+}  // namespace
+
+at::Tensor MakeView(const at::Tensor& base, const Geometry& g) {
+  return ViewOf(base, g.sizes, g.strides, g.offset, c10::scalarTypeToTypeMeta(g.dtype));
 }
 
 at::Tensor Snapshot(const at::Tensor& t) {
-  if (!runtime::IsDeviceTensor(t)) {
+  if (!t.defined() || !runtime::IsDeviceTensor(t)) {
     return t;
   }
-  at::Tensor s = MakeView(t, t);
+  at::Tensor s = ViewOf(t, t.sizes(), t.strides(), t.storage_offset(), t.dtype());
   if (t.is_conj()) {
     s._set_conj(true);
   }
@@ -49,9 +57,8 @@ at::Tensor MetaTwin(const at::Tensor& t) {
   return base.as_strided(t.sizes(), t.strides(), t.storage_offset());
 }
 
-at::Tensor FreshLike(const at::Tensor& meta) {
-  return at::detail::empty_strided_generic(meta.sizes(), meta.strides(), DeviceAllocator(), DeviceKeySet(),
-                                           meta.scalar_type());
+at::Tensor FreshLike(const Geometry& g) {
+  return at::detail::empty_strided_generic(g.sizes, g.strides, DeviceAllocator(), DeviceKeySet(), g.dtype);
 }
 
 }  // namespace trn::trace

@@ -8,6 +8,10 @@
 #include <ATen/core/ivalue.h>
 
 namespace trn::trace {
+struct Geometry;
+}
+
+namespace trn::trace {
 
 // A private TensorImpl over `t`'s storage with `t`'s current geometry (and conj/neg bits): later
 // in-place metadata changes on `t` (squeeze_, as_strided_) do not reach the queued op.
@@ -21,10 +25,10 @@ c10::IValue PrivateArg(const c10::IValue& v);
 // absolute offsets into the same storage).
 at::Tensor MetaTwin(const at::Tensor& t);
 
-// A device tensor viewing `base`'s storage with `meta`'s geometry and dtype.
-at::Tensor MakeView(const at::Tensor& base, const at::Tensor& meta);
+// A device tensor viewing `base`'s storage with geometry `g` (sizes, strides, offset, dtype).
+at::Tensor MakeView(const at::Tensor& base, const Geometry& g);
 
-// A freshly allocated device tensor with `meta`'s sizes, strides and dtype.
-at::Tensor FreshLike(const at::Tensor& meta);
+// A freshly allocated device tensor with `g`'s sizes, strides and dtype.
+at::Tensor FreshLike(const Geometry& g);
 
 }  // namespace trn::trace

@@ -58,3 +58,14 @@ def test_every_neuron_env_var_in_the_sources_is_registered():
                     with open(os.path.join(dirpath, f), errors="ignore") as fh:
                         found |= set(re.findall(r"\bNEURON_[A-Z_]+\b", fh.read()))
     assert found <= names, f"unregistered knobs: {sorted(found - names)}"
+
+
+def test_importing_after_a_cpu_backward_is_a_clear_error():
+    code = ("import torch\n"
+            "x = torch.ones(2, requires_grad=True); (x * 2).sum().backward()\n"
+            "import torch_trn\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
+                       env=dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python")))
+    assert r.returncode != 0
+    assert "ImportError" in r.stderr
+    assert "must be imported before the first backward pass" in r.stderr
