@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include <torch/csrc/Generator.h>
+
 #include "mlir_lowering/host_jit.h"
 #include "python/bindings/source_capture.h"
 #include "runtime/blocking.h"
@@ -182,5 +184,8 @@ PYBIND11_MODULE(_C, m) {
   m.def("current_op", &CurrentOp);
   m.def("knobs", &KnobTable);
   m.def("source_count", [] { return trn::runtime::GlobalSourceTable().size(); });
+  m.def("default_generator", [] {
+    return py::reinterpret_steal<py::object>(THPGenerator_Wrap(trn::trace::DeviceGenerator()));
+  }, "The device's default torch.Generator (random ops on the device draw from it in stream order).");
   m.def("mlir_selftest", &MlirSelfTest, "JIT-compiles and runs a small MLIR function in this process.");
 }

@@ -2,8 +2,9 @@
 
 PyTorch calls into it for device-generic features (torch.manual_seed, fork_rng, autocast
 queries); users call torch.neuron.synchronize() like torch.cuda.synchronize().
-Random ops on the device run with CPU kernels and draw from the CPU generator, so the RNG
-functions here forward to the CPU generator.
+Random ops on the device draw from the device's own generator (`torch_trn._C.default_generator()`)
+when they execute, in stream order: values are reproducible from `torch.manual_seed` whatever the
+host does meanwhile, and (as with CUDA) differ from the CPU generator's.
 """
 import torch as _torch
 
@@ -43,8 +44,21 @@ def synchronize(device=None) -> None:
     _C.sync()
 
 
+def _generator():
+    from . import _C
+    return _C.default_generator()
+
+
+def _synced_generator():
+    # Queued random ops draw from the generator when they run: let them run before the state
+    # is read or replaced, so reseeding affects exactly the ops issued after it.
+    from . import _C
+    _C.sync()
+    return _C.default_generator()
+
+
 def manual_seed(seed: int) -> None:
-    _torch.default_generator.manual_seed(int(seed))
+    _synced_generator().manual_seed(int(seed))
 
 
 def manual_seed_all(seed: int) -> None:
@@ -52,7 +66,7 @@ def manual_seed_all(seed: int) -> None:
 
 
 def seed() -> None:
-    _torch.default_generator.seed()
+    _synced_generator().seed()
 
 
 def seed_all() -> None:
@@ -60,15 +74,24 @@ def seed_all() -> None:
 
 
 def initial_seed() -> int:
-    return _torch.default_generator.initial_seed()
+    return _generator().initial_seed()
 
 
 def get_rng_state(device=None) -> _torch.Tensor:
-    return _torch.default_generator.get_state()
+    return _synced_generator().get_state()
 
 
 def set_rng_state(state, device=None) -> None:
-    _torch.default_generator.set_state(state)
+    _synced_generator().set_state(state)
+
+
+def get_rng_state_all() -> list:
+    return [get_rng_state()]
+
+
+def set_rng_state_all(states) -> None:
+    for state in states:
+        set_rng_state(state)
 
 
 def get_amp_supported_dtype():

@@ -7,6 +7,48 @@
 
 namespace trn::runtime {
 
+// Collects the warnings kernels raise on the executor thread (thread-local c10 handler).
+class ExecutorWarningHandler final : public c10::WarningHandler {
+ public:
+  explicit ExecutorWarningHandler(Executor* executor) : executor_(executor) {}
+  void process(const c10::Warning& warning) override { executor_->CollectWarning(warning); }
+
+ private:
+  Executor* executor_;
+};
+
+namespace {
+constexpr size_t kMaxPendingWarnings = 64;
+}  // namespace
+
+void Executor::CollectWarning(const c10::Warning& warning) {
+  // Artifact of running functional ops through their out= variants into preallocated outputs:
+  // eager PyTorch would not warn the user about an out= tensor they never passed.
+  if (warning.msg().find("was resized since it had shape") != std::string::npos) {
+    return;
+  }
+  absl::MutexLock lock(&mu_);
+  for (const c10::Warning& w : warnings_) {
+    if (w.msg() == warning.msg()) {
+      return;
+    }
+  }
+  if (warnings_.size() < kMaxPendingWarnings) {
+    warnings_.push_back(warning);
+  }
+}
+
+void Executor::ReraiseWarnings() {
+  std::vector<c10::Warning> warnings;
+  {
+    absl::MutexLock lock(&mu_);
+    warnings.swap(warnings_);
+  }
+  for (const c10::Warning& w : warnings) {
+    c10::warn(w);
+  }
+}
+
 Executor::Executor(ExecutorOptions options, Stats* stats)
     : options_(options), stats_(stats), thread_([this] { Loop(); }) {}
 
@@ -37,19 +79,23 @@ void Executor::Submit(OpRecord record) {
 }
 
 absl::Status Executor::Wait() {
+  absl::Status status;
+  bool idle = false;
   {
     absl::MutexLock lock(&mu_);
-    if (Idle()) {
-      absl::Status status = std::move(first_error_);
-      first_error_ = absl::OkStatus();
-      return status;
-    }
+    idle = Idle();
   }
-  ScopedBlockingWait wait;
-  absl::MutexLock lock(&mu_);
-  mu_.Await(absl::Condition(this, &Executor::Idle));
-  absl::Status status = std::move(first_error_);
-  first_error_ = absl::OkStatus();
+  if (!idle) {
+    ScopedBlockingWait wait;
+    absl::MutexLock lock(&mu_);
+    mu_.Await(absl::Condition(this, &Executor::Idle));
+  }
+  {
+    absl::MutexLock lock(&mu_);
+    status = std::move(first_error_);
+    first_error_ = absl::OkStatus();
+  }
+  ReraiseWarnings();
   return status;
 }
 
@@ -70,6 +116,8 @@ std::optional<ExecutedOp> Executor::CurrentOp() const {
 }
 
 void Executor::Loop() {
+  ExecutorWarningHandler handler(this);
+  c10::WarningUtils::WarningHandlerGuard guard(&handler);
   while (true) {
     std::optional<OpRecord> record;
     bool poisoned = false;

@@ -15,6 +15,8 @@
 #include <thread>
 #include <vector>
 
+#include <c10/util/Exception.h>
+
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
@@ -44,7 +46,9 @@ class Executor {
 
   void Submit(OpRecord record);
   // Blocks until every submitted op has run; returns (and clears) the first error since the
-  // previous Wait, with "<op> at <file:line (function)>: " prepended.
+  // previous Wait, with "<op> at <file:line (function)>: " prepended. Warnings the kernels
+  // raised meanwhile are re-raised (c10::warn) on the waiting thread, where PyTorch turns them
+  // into Python warnings.
   absl::Status Wait();
   // Ops submitted but not yet executed.
   int64_t Pending() const;
@@ -55,6 +59,9 @@ class Executor {
 
  private:
   void Loop();
+  void CollectWarning(const c10::Warning& warning);
+  void ReraiseWarnings();
+  friend class ExecutorWarningHandler;
   bool HasWork() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stop_ || !queue_.empty(); }
   bool HasRoom() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool Idle() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return queue_.empty() && !running_.has_value(); }
@@ -66,6 +73,7 @@ class Executor {
   std::optional<ExecutedOp> running_ ABSL_GUARDED_BY(mu_);
   std::deque<ExecutedOp> last_ops_ ABSL_GUARDED_BY(mu_);
   absl::Status first_error_ ABSL_GUARDED_BY(mu_);
+  std::vector<c10::Warning> warnings_ ABSL_GUARDED_BY(mu_);
   bool stop_ ABSL_GUARDED_BY(mu_) = false;
   std::thread thread_;
 };

@@ -18,6 +18,12 @@ inline bool IsDeviceTensor(const at::Tensor& t) {
 // the storage: keep `t` alive while it is used.
 at::Tensor HostAlias(const at::Tensor& t);
 
+// Like HostAlias, but a kernel may resize it (out= kernels that resize their output on the way):
+// growing moves the alias to fresh host memory and leaves the device storage alone, so the
+// caller must copy the final value back when `ResizedAway` says the alias moved.
+at::Tensor ResizableHostAlias(const at::Tensor& t);
+bool ResizedAway(const at::Tensor& device, const at::Tensor& alias);
+
 // Applies `fn` to every tensor inside `v` (tensor, tensor list, optional tensor list).
 template <class Fn>
 c10::IValue MapTensors(const c10::IValue& v, Fn&& fn) {

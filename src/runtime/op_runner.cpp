@@ -39,13 +39,35 @@ absl::Status RunOnHost(const c10::OperatorHandle& op, const std::vector<c10::IVa
     c10::impl::ExcludeDispatchKeyGuard no_autograd(c10::autograd_dispatch_keyset_with_ADInplaceOrView);
     torch::jit::Stack stack;
     stack.reserve(args.size());
-    for (const c10::IValue& a : args) {
+    const auto& schema_args = op.schema().arguments();
+    std::vector<std::pair<at::Tensor, at::Tensor>> outs;  // (device out= tensor, its host alias)
+    for (size_t i = 0; i < args.size(); ++i) {
+      const c10::IValue& a = args[i];
+      if (i < schema_args.size() && schema_args[i].is_out() && a.isTensor() && IsDeviceTensor(a.toTensor())) {
+        outs.emplace_back(a.toTensor(), ResizableHostAlias(a.toTensor()));
+        stack.push_back(outs.back().second);
+        continue;
+      }
       stack.push_back(ToHostArg(a));
     }
     // Keep the arguments alive across the call: kernels returning std::tuple<Tensor&...> read
     // their (out=) arguments after the stack dropped them.
     std::vector<c10::IValue> keep_alive(stack.begin(), stack.end());
     op.callBoxed(&stack);
+    for (auto& [device, alias] : outs) {
+      if (!ResizedAway(device, alias)) {
+        continue;
+      }
+      // The kernel resized its output on the way (mse_loss.out): its final value lives in host
+      // memory the resize allocated; it must end with the geometry recorded for the device.
+      if (alias.sizes() != device.sizes()) {
+        return MakeOpError(ErrorKind::kRuntime,
+                           absl::StrCat("internal: ", OpName(op), " resized its out= tensor to [",
+                                        absl::StrJoin(alias.sizes(), ","), "] but [",
+                                        absl::StrJoin(device.sizes(), ","), "] was recorded"));
+      }
+      HostAlias(device).copy_(alias);
+    }
     *results = std::move(stack);
     return absl::OkStatus();
   } catch (...) {

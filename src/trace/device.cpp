@@ -10,6 +10,7 @@
 #include <ATen/native/Resize.h>
 #include <ATen/ops/copy.h>
 #include <c10/core/Allocator.h>
+#include <c10/core/CPUAllocator.h>
 #include <c10/core/impl/DeviceGuardImplInterface.h>
 #include <torch/library.h>
 
@@ -68,19 +69,20 @@ class NeuronGuardImpl final : public c10::impl::DeviceGuardImplInterface {
   }
 };
 
-// Random ops execute with CPU kernels, so the device's default generator is the CPU one.
+// Random ops execute with CPU kernels, so device generators are CPU generator implementations.
 class NeuronHooks final : public at::PrivateUse1HooksInterface {
  public:
   bool isBuilt() const override { return true; }
   bool isAvailable() const override { return true; }
-  const at::Generator& getDefaultGenerator(c10::DeviceIndex) const override {
-    return at::detail::getDefaultCPUGenerator();
-  }
+  const at::Generator& getDefaultGenerator(c10::DeviceIndex) const override { return DeviceGenerator(); }
   at::Generator getNewGenerator(c10::DeviceIndex) const override {
     return at::detail::createCPUGenerator();
   }
   at::Device getDeviceFromPtr(void*) const override { return c10::Device(c10::DeviceType::PrivateUse1, 0); }
   bool hasPrimaryContext(c10::DeviceIndex) const override { return true; }
+  // Device -> host copies with non_blocking=True ask for a pinned staging buffer; device memory
+  // is host memory here, so plain CPU memory serves.
+  c10::Allocator* getPinnedMemoryAllocator() const override { return c10::GetCPUAllocator(); }
   c10::DeviceIndex deviceCount() const override { return 1; }
   c10::DeviceIndex getCurrentDevice() const override { return 0; }
   void resizePrivateUse1Bytes(const c10::Storage& storage, size_t newsize) const override {
@@ -172,6 +174,10 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("convolution_overrideable", torch::CppFunction::makeFromBoxedFunction<&trn::trace::RecordingFallback>());
   m.impl("convolution_backward_overrideable",
          torch::CppFunction::makeFromBoxedFunction<&trn::trace::RecordingFallback>());
+  // CompositeExplicitAutograd "math" decompositions that differ from the CPU kernels (rounding
+  // of single-element layer norms; group norm's view() fails on channels_last): record the op.
+  m.impl("native_layer_norm", torch::CppFunction::makeFromBoxedFunction<&trn::trace::RecordingFallback>());
+  m.impl("native_group_norm", torch::CppFunction::makeFromBoxedFunction<&trn::trace::RecordingFallback>());
 }
 
 // The Conjugate/Negative fallbacks would materialise through clone -> copy_ -> _copy_from ->

@@ -8,6 +8,7 @@
 #include "runtime/host_view.h"
 #include "runtime/op_error.h"
 
+#include <ATen/CPUGeneratorImpl.h>
 #include <ATen/core/grad_mode.h>
 
 namespace trn::trace {
@@ -24,6 +25,11 @@ DeviceState& State() {
     return new DeviceState(*knobs);
   }();
   return *state;
+}
+
+const at::Generator& DeviceGenerator() {
+  static const at::Generator* generator = new at::Generator(at::detail::createCPUGenerator());
+  return *generator;
 }
 
 void SetSourceHook(SourceHook hook) { g_source_hook = hook; }

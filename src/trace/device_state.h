@@ -13,6 +13,7 @@
 #include "trace/backward_lines.h"
 #include "trace/meta_cache.h"
 
+#include <ATen/core/Generator.h>
 #include <ATen/core/ivalue.h>
 #include <vector>
 
@@ -26,6 +27,12 @@ struct DeviceState {
   BackwardLines backward_lines;
   MetaCache meta_cache;
 };
+
+// The device's default random generator. Random ops on the device draw from it when they run
+// (in stream order), so their values do not depend on when the executor gets to them relative
+// to host-side draws: like a CUDA device's own generator. It is a CPU Philox-free mt19937
+// generator because the kernels that draw are ATen's CPU kernels.
+const at::Generator& DeviceGenerator();
 
 // Throws the knob parse error (as a ValueError) if the environment is invalid.
 DeviceState& State();

@@ -19,6 +19,7 @@
 #include "runtime/op_runner.h"
 #include "trace/device_state.h"
 #include "trace/meta_cache.h"
+#include "trace/shape_rules.h"
 #include "trace/snapshot.h"
 
 namespace trn::trace {
@@ -96,6 +97,8 @@ at::Tensor DeviceTensorFor(const at::Tensor& host, const at::Tensor* base) {
   if (!host.defined()) {
     return host;  // e.g. a masked-out gradient of convolution_backward
   }
+  TORCH_CHECK_NOT_IMPLEMENTED(host.layout() == at::kStrided, "neuron: the result has layout ", host.layout(),
+                              "; sparse and other non-strided layouts are not supported on the neuron device");
   if (base != nullptr && base->defined() && host.defined() && base->storage().data() != nullptr) {
     const char* start = static_cast<const char*>(base->storage().data());
     const char* p = static_cast<const char*>(host.data_ptr());
@@ -144,6 +147,15 @@ void RunNow(const c10::OperatorHandle& op, std::vector<c10::IValue>& args, torch
   }
 }
 
+// Random ops without an explicit generator draw from the device's generator, when they execute.
+void UseDeviceGenerator(const c10::FunctionSchema& schema, std::vector<c10::IValue>* args) {
+  for (size_t j = 0; j < args->size() && j < schema.arguments().size(); ++j) {
+    if ((*args)[j].isNone() && schema.arguments()[j].name() == "generator") {
+      (*args)[j] = DeviceGenerator();
+    }
+  }
+}
+
 // Meta inference through the process-wide cache (see meta_cache.h).
 std::shared_ptr<const MetaOutcome> InferCached(DeviceState& state, const c10::OperatorHandle& op,
                                                const std::vector<c10::IValue>& args) {
@@ -153,7 +165,9 @@ std::shared_ptr<const MetaOutcome> InferCached(DeviceState& state, const c10::Op
       return hit;
     }
   }
-  auto outcome = std::make_shared<const MetaOutcome>(InferWithMeta(op, args));
+  auto inferred = std::make_shared<MetaOutcome>(InferWithMeta(op, args));
+  MatchCpuSizes(op, args, inferred.get());
+  std::shared_ptr<const MetaOutcome> outcome = std::move(inferred);
   if (key.has_value()) {
     state.meta_cache.Insert(std::move(*key), outcome);
   }
@@ -169,6 +183,7 @@ void RecordingFallback(const c10::OperatorHandle& orig_op, torch::jit::Stack* st
   const c10::OperatorHandle op = Canonical(orig_op, &args);
   const c10::FunctionSchema& schema = op.schema();
   DeviceState& state = State();
+  UseDeviceGenerator(schema, &args);
 
   // Decide whether the op can be recorded.
   std::string reason;
@@ -176,6 +191,8 @@ void RecordingFallback(const c10::OperatorHandle& orig_op, torch::jit::Stack* st
     reason = "host read";
   } else if (IsDataDependent(schema.name())) {
     reason = "data-dependent output shape";
+  } else {
+    reason = SizeDisagreementReason(op);
   }
   for (size_t j = 0; reason.empty() && j < args.size(); ++j) {
     if (WritesArg(schema, j)) {

@@ -83,3 +83,24 @@ TEST_CASE("a full queue blocks the producer instead of growing", "[executor]") {
   CHECK(acc.item<double>() == 50.0);
   CHECK(ex.LastOps(100).size() == 4);
 }
+
+namespace {
+class Recorder final : public c10::WarningHandler {
+ public:
+  void process(const c10::Warning& w) override { messages.push_back(w.msg()); }
+  std::vector<std::string> messages;
+};
+}  // namespace
+
+TEST_CASE("kernel warnings are re-raised on the waiting thread", "[executor]") {
+  Stats stats;
+  Executor ex(ExecutorOptions{}, &stats);
+  Recorder recorder;
+  c10::WarningUtils::WarningHandlerGuard guard(&recorder);
+  // aten::cross without dim: its CPU kernel warns (once per process) about the deprecated default.
+  at::Tensor v = at::ones({3, 3});
+  ex.Submit(OpRecord(Op("aten::cross", ""), {v, v, c10::IValue()}));
+  REQUIRE(ex.Wait().ok());
+  REQUIRE(recorder.messages.size() == 1);
+  CHECK(recorder.messages[0].find("torch.cross without specifying the dim") != std::string::npos);
+}
