@@ -18,13 +18,17 @@ at::Tensor HostAlias(const at::Tensor& t) {
     char* data = static_cast<char*>(base) + t.storage_offset() * t.itemsize();
     alias = at::from_blob(data, t.sizes(), t.strides(), [](void*) {}, options);
   }
-  if (t.is_conj()) {
-    alias._set_conj(true);
-  }
-  if (t.is_neg()) {
-    alias._set_neg(true);
-  }
+  CopyMathBits(t, alias);
   return alias;
+}
+
+void CopyMathBits(const at::Tensor& from, at::Tensor& to) {
+  if (from.is_conj()) {
+    to._set_conj(true);
+  }
+  if (from.is_neg()) {
+    to._set_neg(true);
+  }
 }
 
 at::Tensor ResizableHostAlias(const at::Tensor& t) {

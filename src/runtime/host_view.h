@@ -18,6 +18,9 @@ inline bool IsDeviceTensor(const at::Tensor& t) {
 // the storage: keep `t` alive while it is used.
 at::Tensor HostAlias(const at::Tensor& t);
 
+// Gives `to` the conjugate/negative bits of `from` (lazy math views travel as bits).
+void CopyMathBits(const at::Tensor& from, at::Tensor& to);
+
 // Like HostAlias, but a kernel may resize it (out= kernels that resize their output on the way):
 // growing moves the alias to fresh host memory and leaves the device storage alone, so the
 // caller must copy the final value back when `ResizedAway` says the alias moved.

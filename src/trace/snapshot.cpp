@@ -29,12 +29,7 @@ at::Tensor Snapshot(const at::Tensor& t) {
     return t;
   }
   at::Tensor s = ViewOf(t, t.sizes(), t.strides(), t.storage_offset(), t.dtype());
-  if (t.is_conj()) {
-    s._set_conj(true);
-  }
-  if (t.is_neg()) {
-    s._set_neg(true);
-  }
+  runtime::CopyMathBits(t, s);
   return s;
 }
 

@@ -1,26 +1,16 @@
 """Error attribution: errors raised while executing an op surface at the next sync point as the
 exception class eager PyTorch raises, naming the op and the model's source line."""
 import os
-import subprocess
-import sys
-import textwrap
 
 import pytest
 import torch
 import torch.nn as nn
 
 import torch_trn
+from helpers import line_of, run_python
 
 DEV = torch_trn.device()
 HERE = os.path.abspath(__file__)
-
-
-def _line_of(marker):
-    with open(HERE) as f:
-        for i, text in enumerate(f, 1):
-            if marker in text and "_line_of" not in text:
-                return i
-    raise AssertionError(marker)
 
 
 class Gatherer(nn.Module):
@@ -45,7 +35,7 @@ def test_index_error_at_sync_names_op_and_model_line():
         out.cpu()
     msg = str(info.value)
     assert "aten::index_select" in msg
-    assert f"{HERE}:{_line_of('MARK-index-select')}" in msg
+    assert f"{HERE}:{line_of(HERE, 'MARK-index-select')}" in msg
     assert "forward" in msg
     # The error was reported once; the device keeps working.
     assert (torch.ones(2).to(DEV) * 3).sum().item() == 6.0
@@ -72,14 +62,6 @@ def test_error_class_matches_eager():
     del d
 
 
-def _run(code, **env):
-    full_env = dict(os.environ, **env)
-    full_env["PYTHONPATH"] = os.pathsep.join(
-        [os.path.join(os.path.dirname(HERE), "..", "..", "python"), full_env.get("PYTHONPATH", "")])
-    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], env=full_env,
-                          capture_output=True, text=True, timeout=300)
-
-
 def test_launch_blocking_raises_at_the_op_itself():
     code = """
         import torch, torch_trn
@@ -94,9 +76,9 @@ def test_launch_blocking_raises_at_the_op_itself():
             print("NOT_RAISED")
         print("LB", torch_trn._C.launch_blocking(), torch_trn._C.pending())
     """
-    r = _run(code, NEURON_LAUNCH_BLOCKING="1")
+    r = run_python(code, env={"NEURON_LAUNCH_BLOCKING": "1"})
     assert r.returncode == 0, r.stderr
     assert "RAISED_AT_OP True" in r.stdout
     assert "LB True 0" in r.stdout
-    r = _run(code)  # without launch blocking the op only records: no error at the call
+    r = run_python(code, drop=("NEURON_LAUNCH_BLOCKING",))  # without launch blocking the op only records: no error at the call
     assert "NOT_RAISED" in r.stdout, r.stdout + r.stderr

@@ -1,18 +1,13 @@
 """NEURON_* knobs: validation at import, the docs table, mode names."""
 import os
-import subprocess
-import sys
+import re
 
 import torch_trn
-
-ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+from helpers import ROOT, run_python
 
 
 def _import(env):
-    full_env = dict(os.environ, **env)
-    full_env["PYTHONPATH"] = os.path.join(ROOT, "python")
-    return subprocess.run([sys.executable, "-c", "import torch_trn; print('MODE', torch_trn.mode())"],
-                          env=full_env, capture_output=True, text=True, timeout=300)
+    return run_python("import torch_trn; print('MODE', torch_trn.mode())", env=env)
 
 
 def test_invalid_mode_is_an_import_error_naming_allowed_values():
@@ -32,10 +27,7 @@ def test_unimplemented_modes_run_as_eager_and_say_so_once():
 
 
 def test_default_mode_is_eager():
-    env = {k: v for k, v in os.environ.items() if k != "NEURON_MODE"}
-    r = subprocess.run([sys.executable, "-c", "import torch_trn; print(torch_trn.mode())"],
-                       env=dict(env, PYTHONPATH=os.path.join(ROOT, "python")),
-                       capture_output=True, text=True, timeout=300)
+    r = run_python("import torch_trn; print(torch_trn.mode())", drop=("NEURON_MODE",))
     assert r.stdout.strip() == "eager", r.stderr
 
 
@@ -49,7 +41,6 @@ def test_docs_table_lists_every_knob():
 
 def test_every_neuron_env_var_in_the_sources_is_registered():
     names = {k["name"] for k in torch_trn.knobs()}
-    import re
     found = set()
     for base in ("src", "python"):
         for dirpath, _, files in os.walk(os.path.join(ROOT, base)):
@@ -61,11 +52,11 @@ def test_every_neuron_env_var_in_the_sources_is_registered():
 
 
 def test_importing_after_a_cpu_backward_is_a_clear_error():
-    code = ("import torch\n"
-            "x = torch.ones(2, requires_grad=True); (x * 2).sum().backward()\n"
-            "import torch_trn\n")
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
-                       env=dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python")))
+    r = run_python("""
+        import torch
+        x = torch.ones(2, requires_grad=True); (x * 2).sum().backward()
+        import torch_trn
+    """)
     assert r.returncode != 0
     assert "ImportError" in r.stderr
     assert "must be imported before the first backward pass" in r.stderr

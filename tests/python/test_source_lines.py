@@ -6,17 +6,10 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 import torch_trn
+from helpers import line_of
 
 DEV = torch_trn.device()
 HERE = os.path.abspath(__file__)
-
-
-def _line_of(marker):
-    with open(HERE) as f:
-        for i, text in enumerate(f, 1):
-            if marker in text and "_line_of" not in text:
-                return i
-    raise AssertionError(marker)
 
 
 class Net(nn.Module):
@@ -37,7 +30,7 @@ def test_functional_op_reports_the_callers_line():
     last = torch_trn.last_ops(1)[0]
     assert last["op"].startswith("aten::relu")
     assert last["file"] == HERE
-    assert last["line"] == _line_of("MARK-relu")
+    assert last["line"] == line_of(HERE, "MARK-relu")
     assert last["function"] == "test_functional_op_reports_the_callers_line"
 
 
@@ -50,7 +43,7 @@ def test_module_forward_lines_and_backward_attribution():
     loss.backward()
     torch_trn.sync()
     ops = [o for o in torch_trn.last_ops(100) if o["seq"] > start]
-    fc_line, gelu_line = _line_of("MARK-fc"), _line_of("MARK-gelu")
+    fc_line, gelu_line = line_of(HERE, "MARK-fc"), line_of(HERE, "MARK-gelu")
     fwd = {(o["op"].split(".")[0], o["line"]) for o in ops if o["function"] == "Net.forward"}
     assert ("aten::addmm", fc_line) in fwd
     assert ("aten::gelu", gelu_line) in fwd
