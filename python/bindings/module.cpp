@@ -9,6 +9,7 @@
 
 #include <torch/csrc/Generator.h>
 
+#include "absl/synchronization/mutex.h"
 #include "mlir_lowering/host_jit.h"
 #include "python/bindings/source_capture.h"
 #include "runtime/blocking.h"
@@ -72,6 +73,9 @@ py::dict OpDict(const runtime::ExecutedOp& op) {
 }
 
 void Init(const std::vector<std::string>& library_prefixes) {
+  // Our lock order is fixed and documented (docs/architecture.md); abseil's runtime deadlock
+  // detection would otherwise build a lock graph on every acquisition of the hot-path mutexes.
+  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
   SetLibraryPrefixes(library_prefixes);
   trace::SetSourceHook(&CaptureSource);
   runtime::SetBlockingHooks(&ReleaseGil, &RestoreGil);

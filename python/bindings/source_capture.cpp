@@ -14,6 +14,7 @@ namespace {
 std::vector<std::string>* g_prefixes = new std::vector<std::string>();
 // Code objects are kept alive (one reference each) so their addresses are never reused.
 absl::flat_hash_map<PyCodeObject*, bool>* g_is_library = new absl::flat_hash_map<PyCodeObject*, bool>();
+// Keyed by (code, last instruction offset): cheaper than computing the line number each time.
 absl::flat_hash_map<std::pair<PyCodeObject*, int>, runtime::SourceId>* g_ids =
     new absl::flat_hash_map<std::pair<PyCodeObject*, int>, runtime::SourceId>();
 
@@ -45,15 +46,15 @@ bool IsLibrary(PyCodeObject* code) {
   return library;
 }
 
-runtime::SourceId Intern(PyCodeObject* code, int line) {
-  auto key = std::make_pair(code, line);
+runtime::SourceId Intern(PyFrameObject* frame, PyCodeObject* code) {
+  auto key = std::make_pair(code, PyFrame_GetLasti(frame));
   auto it = g_ids->find(key);
   if (it != g_ids->end()) {
     return it->second;
   }
   runtime::SourceLocation loc;
   loc.file = AttrString(reinterpret_cast<PyObject*>(code), "co_filename");
-  loc.line = line;
+  loc.line = PyFrame_GetLineNumber(frame);
   loc.function = AttrString(reinterpret_cast<PyObject*>(code), "co_qualname");
   runtime::SourceId id = runtime::GlobalSourceTable().Intern(loc);
   g_ids->emplace(key, id);  // `code` is already referenced by g_is_library
@@ -75,7 +76,7 @@ runtime::SourceId CaptureSource() {
   while (frame != nullptr) {
     PyCodeObject* code = PyFrame_GetCode(frame);  // new reference
     if (!IsLibrary(code)) {
-      id = Intern(code, PyFrame_GetLineNumber(frame));
+      id = Intern(frame, code);
       Py_DECREF(code);
       break;
     }
