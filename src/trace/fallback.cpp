@@ -117,7 +117,8 @@ at::Tensor DeviceTensorFor(const at::Tensor& host, const at::Tensor* base) {
 void RunNow(const c10::OperatorHandle& op, std::vector<c10::IValue>& args, torch::jit::Stack* stack) {
   const c10::FunctionSchema& schema = op.schema();
   SyncOrThrow(IsHostRead(schema.name()) ? "host_read" : "host_fallback");
-  // out= arguments get host temporaries (host aliases cannot be resized); copied back below.
+  // out= arguments get host temporaries: here the final sizes come from the data, and the device
+  // tensor is resized to match below (safe: the stream is drained).
   std::vector<c10::IValue> host_args = args;
   for (size_t j = 0; j < args.size(); ++j) {
     if (schema.arguments()[j].is_out() && args[j].isTensor() && IsDeviceTensor(args[j].toTensor())) {
