@@ -39,6 +39,25 @@ def set_device(index) -> None:
         raise ValueError(f"neuron: device index {index} is out of range (one device: neuron:0)")
 
 
+class device:
+    """Context manager selecting the neuron device (there is one: neuron:0), like torch.cuda.device."""
+
+    def __init__(self, device):
+        if device is None or device == -1:
+            self.index = 0
+        elif isinstance(device, int):
+            self.index = device
+        else:
+            self.index = _torch.device(device).index or 0
+        set_device(self.index)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
 def synchronize(device=None) -> None:
     from . import _C
     _C.sync()

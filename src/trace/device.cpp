@@ -145,6 +145,25 @@ at::Tensor CopyFrom(const at::Tensor& self, const at::Tensor& dst, bool non_bloc
   return dst;
 }
 
+// set_ with a storage: metadata only (what storage the tensor views). Queued ops hold snapshots
+// with their own TensorImpl, so nothing needs to drain. Used by torch.save (storage.cpu()).
+at::Tensor& SetStorageOffset(at::Tensor& self, c10::Storage source, c10::SymInt offset, c10::SymIntArrayRef size,
+                             c10::SymIntArrayRef stride) {
+  TORCH_CHECK(source.device().type() == c10::DeviceType::PrivateUse1, "neuron: set_() of a neuron tensor to a ",
+              source.device(), " storage; move one of them first");
+  at::native::checkSetStorage(self, source, offset, size, stride);
+  self.unsafeGetTensorImpl()->set_storage_offset(offset.expect_int());
+  at::native::resize_impl_cpu_(self.unsafeGetTensorImpl(), C10_AS_INTARRAYREF_SLOW(size),
+                               stride.data() == nullptr ? std::nullopt
+                                                        : std::optional<at::IntArrayRef>(C10_AS_INTARRAYREF_SLOW(stride)));
+  return self;
+}
+
+at::Tensor& SetStorage(at::Tensor& self, c10::Storage source) {
+  const int64_t numel = static_cast<int64_t>(source.nbytes() / self.dtype().itemsize());
+  return SetStorageOffset(self, std::move(source), 0, {c10::SymInt(numel)}, {});
+}
+
 }  // namespace
 
 c10::Allocator* DeviceAllocator() { return &g_allocator; }
@@ -169,6 +188,8 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("empty_strided", TORCH_FN(trn::trace::EmptyStrided));
   m.impl("_copy_from", TORCH_FN(trn::trace::CopyFrom));
   m.impl("resize_", TORCH_FN(trn::trace::Resize));
+  m.impl("set_.source_Storage", TORCH_FN(trn::trace::SetStorage));
+  m.impl("set_.source_Storage_storage_offset", TORCH_FN(trn::trace::SetStorageOffset));
   // CompositeExplicitAutograd kernels that throw for backends other than CPU/CUDA: an
   // op-specific registration beats a composite kernel (a backend fallback does not).
   m.impl("convolution_overrideable", torch::CppFunction::makeFromBoxedFunction<&trn::trace::RecordingFallback>());
