@@ -30,8 +30,8 @@ struct DeviceState {
 
 // The device's default random generator. Random ops on the device draw from it when they run
 // (in stream order), so their values do not depend on when the executor gets to them relative
-// to host-side draws: like a CUDA device's own generator. It is a CPU Philox-free mt19937
-// generator because the kernels that draw are ATen's CPU kernels.
+// to host-side draws: like a CUDA device's own generator. Its implementation is ATen's CPU
+// (mt19937) generator because the kernels that draw are ATen's CPU kernels.
 const at::Generator& DeviceGenerator();
 
 // Throws the knob parse error (as a ValueError) if the environment is invalid.

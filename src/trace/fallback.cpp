@@ -241,7 +241,7 @@ void RecordingFallback(const c10::OperatorHandle& orig_op, torch::jit::Stack* st
       outs[i] = args[j];
     } else if (m.kind == ValueGeometry::Kind::kNone) {
       outs[i] = c10::IValue();
-    } else if (j >= 0) {  // a view (or list of views) of argument j
+    } else if (j >= 0 && args[j].isTensor()) {  // a view (or list of views) of argument j
       c10::List<at::Tensor> views;
       for (const Geometry& g : m.tensors) {
         views.push_back(MakeView(args[j].toTensor(), g));
