@@ -64,17 +64,18 @@ Executor::~Executor() {
 bool Executor::HasRoom() const { return static_cast<int64_t>(queue_.size()) < options_.max_pending; }
 
 void Executor::Submit(OpRecord record) {
-  absl::MutexLock lock(&mu_);
-  if (!HasRoom()) {
-    mu_.Unlock();
-    {
-      ScopedBlockingWait wait;
-      mu_.Lock();
-      mu_.Await(absl::Condition(this, &Executor::HasRoom));
-      mu_.Unlock();
+  {
+    absl::MutexLock lock(&mu_);
+    if (HasRoom()) {
+      queue_.push_back(std::move(record));
+      return;
     }
-    mu_.Lock();
   }
+  // Backpressure. Locking: the blocking hooks (which release and retake the GIL) run outside
+  // mu_: `lock` is released before `wait` retakes the GIL.
+  ScopedBlockingWait wait;
+  absl::MutexLock lock(&mu_);
+  mu_.Await(absl::Condition(this, &Executor::HasRoom));
   queue_.push_back(std::move(record));
 }
 
