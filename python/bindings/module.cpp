@@ -13,6 +13,7 @@
 #include "mlir_lowering/host_jit.h"
 #include "python/bindings/source_capture.h"
 #include "runtime/blocking.h"
+#include "mlir_lowering/lowering_registry.h"
 #include "runtime/knobs.h"
 #include "runtime/op_error.h"
 #include "trace/device_state.h"
@@ -80,7 +81,7 @@ void Init(const std::vector<std::string>& library_prefixes) {
   trace::SetSourceHook(&CaptureSource);
   runtime::SetBlockingHooks(&ReleaseGil, &RestoreGil);
   trace::DeviceState& state = StateOrRaise();
-  if (state.knobs.mode != runtime::Mode::kEager && state.knobs.log_level >= 1) {
+  if (state.knobs.mode == runtime::Mode::kAdaptive && state.knobs.log_level >= 1) {
     PySys_WriteStderr("torch_trn: NEURON_MODE=%s is not implemented yet; running in eager mode\n",
                       std::string(runtime::ModeName(state.knobs.mode)).c_str());
   }
@@ -124,6 +125,23 @@ py::dict Stats() {
   }
   out["syncs"] = syncs;
   out["sync_total"] = sync_total;
+  out["groups_run_compiled"] = s.groups_run_compiled;
+  out["ops_run_compiled"] = s.ops_run_compiled;
+  out["compiled_bytes_written"] = s.compiled_bytes_written;
+  out["temporaries_elided"] = s.temporaries_elided;
+  out["compiles"] = s.compiles;
+  out["compile_ms"] = s.compile_ms;
+  out["compile_cache_hits"] = s.compile_cache_hits;
+  out["compile_cache_entries"] = state.stream.compiler().cache().size();
+  py::dict unlowered, failures;
+  for (const auto& [op, count] : s.unlowered_ops) {
+    unlowered[py::str(op)] = count;
+  }
+  for (const auto& [reason, count] : s.compile_failures) {
+    failures[py::str(reason)] = count;
+  }
+  out["unlowered_ops"] = unlowered;
+  out["compile_failures"] = failures;
   return out;
 }
 
@@ -191,5 +209,7 @@ PYBIND11_MODULE(_C, m) {
   m.def("default_generator", [] {
     return py::reinterpret_steal<py::object>(THPGenerator_Wrap(trn::trace::DeviceGenerator()));
   }, "The device's default torch.Generator (random ops on the device draw from it in stream order).");
+  m.def("lowered_ops", [] { return trn::mlir_lowering::LoweringRegistry::Global().Names(); },
+        "ATen ops with a lowering (schema names; overloads and in-place forms count once).");
   m.def("mlir_selftest", &MlirSelfTest, "JIT-compiles and runs a small MLIR function in this process.");
 }

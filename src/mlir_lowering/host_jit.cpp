@@ -69,6 +69,45 @@ void InitializeLlvmOnce() {
 
 std::string ToString(llvm::Error error) { return llvm::toString(std::move(error)); }
 
+// Runtime symbols by name prefix (RegisterRuntimeSymbolPrefix).
+struct RuntimeSymbols {
+  std::mutex mu;
+  std::vector<std::pair<std::string, void*>> prefixes;  // guarded by mu
+};
+
+RuntimeSymbols& GlobalRuntimeSymbols() {
+  static auto* symbols = new RuntimeSymbols();
+  return *symbols;
+}
+
+// Resolves lookups of registered prefixes to the runtime's functions.
+class RuntimeSymbolGenerator final : public llvm::orc::DefinitionGenerator {
+ public:
+  llvm::Error tryToGenerate(llvm::orc::LookupState&, llvm::orc::LookupKind, llvm::orc::JITDylib& jd,
+                            llvm::orc::JITDylibLookupFlags,
+                            const llvm::orc::SymbolLookupSet& lookup) override {
+    llvm::orc::SymbolMap found;
+    {
+      RuntimeSymbols& symbols = GlobalRuntimeSymbols();
+      std::lock_guard<std::mutex> lock(symbols.mu);
+      for (const auto& [name, flags] : lookup) {
+        llvm::StringRef n = *name;
+        for (const auto& [prefix, address] : symbols.prefixes) {
+          if (n.startswith(prefix)) {
+            found[name] = llvm::JITEvaluatedSymbol(llvm::pointerToJITTargetAddress(address),
+                                                   llvm::JITSymbolFlags::Exported);
+            break;
+          }
+        }
+      }
+    }
+    if (found.empty()) {
+      return llvm::Error::success();
+    }
+    return jd.define(llvm::orc::absoluteSymbols(std::move(found)));
+  }
+};
+
 // Host triple/CPU/features, position-independent code (the object is linked at an address
 // unknown at compile time, possibly far from libc).
 absl::StatusOr<llvm::orc::JITTargetMachineBuilder> HostMachineBuilder() {
@@ -224,6 +263,7 @@ absl::StatusOr<std::unique_ptr<LoadedObject>> LoadObject(const ObjectCode& code)
                                             ToString(process_symbols.takeError())));
   }
   (*lljit)->getMainJITDylib().addGenerator(std::move(*process_symbols));
+  (*lljit)->getMainJITDylib().addGenerator(std::make_unique<RuntimeSymbolGenerator>());
   auto buffer = llvm::MemoryBuffer::getMemBufferCopy(
       llvm::StringRef(code.bytes.data(), code.bytes.size()), code.entry_symbol);
   if (llvm::Error error = (*lljit)->addObjectFile(std::move(buffer))) {
@@ -238,6 +278,18 @@ absl::StatusOr<std::unique_ptr<LoadedObject>> LoadObject(const ObjectCode& code)
   auto jit = std::make_unique<LoadedObject::Jit>();
   jit->lljit = std::move(*lljit);
   return std::unique_ptr<LoadedObject>(new LoadedObject(std::move(jit), entry->toPtr<void*>()));
+}
+
+void RegisterRuntimeSymbolPrefix(std::string prefix, void* address) {
+  RuntimeSymbols& symbols = GlobalRuntimeSymbols();
+  std::lock_guard<std::mutex> lock(symbols.mu);
+  for (auto& entry : symbols.prefixes) {
+    if (entry.first == prefix) {
+      entry.second = address;
+      return;
+    }
+  }
+  symbols.prefixes.emplace_back(std::move(prefix), address);
 }
 
 std::string HostTargetKey() {

@@ -69,6 +69,12 @@ class LoadedObject {
   void* entry_;
 };
 
+// Makes every undefined symbol of a loaded object that starts with `prefix` resolve to
+// `address` (a C function of the runtime). The group lowering names extern calls
+// "_mlir_ciface_trn_ext<N>_<k>": one registration per arity N serves every call site.
+// Thread-safe; affects objects loaded afterwards.
+void RegisterRuntimeSymbolPrefix(std::string prefix, void* address);
+
 // Links a copy of `code.bytes` into a fresh LLJIT and resolves `code.entry_symbol`.
 // Errors: Internal when the object cannot be linked or the symbol is missing.
 // Note: only load bytes you produced or verified (DESIGN.md §3.8): this runs native code.

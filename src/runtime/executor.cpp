@@ -61,22 +61,32 @@ Executor::~Executor() {
   thread_.join();
 }
 
-bool Executor::HasRoom() const { return static_cast<int64_t>(queue_.size()) < options_.max_pending; }
+bool Executor::HasRoom() const { return queued_ops_ < options_.max_pending; }
 
 void Executor::Submit(OpRecord record) {
+  ExecUnit unit;
+  unit.ops.push_back(std::move(record));
+  Submit(std::move(unit));
+}
+
+void Executor::Submit(ExecUnit unit) {
+  const int64_t n = static_cast<int64_t>(unit.ops.size());
   {
     absl::MutexLock lock(&mu_);
     if (HasRoom()) {
-      queue_.push_back(std::move(record));
+      queued_ops_ += n;
+      queue_.push_back(std::move(unit));
       return;
     }
   }
   // Backpressure. Locking: the blocking hooks (which release and retake the GIL) run outside
-  // mu_: `lock` is released before `wait` retakes the GIL.
+  // mu_: `lock` is released before `wait` retakes the GIL. A unit larger than max_pending is
+  // admitted once the queue is below the bound (progress is guaranteed).
   ScopedBlockingWait wait;
   absl::MutexLock lock(&mu_);
   mu_.Await(absl::Condition(this, &Executor::HasRoom));
-  queue_.push_back(std::move(record));
+  queued_ops_ += n;
+  queue_.push_back(std::move(unit));
 }
 
 absl::Status Executor::Wait() {
@@ -102,7 +112,7 @@ absl::Status Executor::Wait() {
 
 int64_t Executor::Pending() const {
   absl::MutexLock lock(&mu_);
-  return static_cast<int64_t>(queue_.size()) + (running_.has_value() ? 1 : 0);
+  return queued_ops_ + (running_.has_value() ? 1 : 0);
 }
 
 std::vector<ExecutedOp> Executor::LastOps(size_t n) const {
@@ -120,7 +130,7 @@ void Executor::Loop() {
   ExecutorWarningHandler handler(this);
   c10::WarningUtils::WarningHandlerGuard guard(&handler);
   while (true) {
-    std::optional<OpRecord> record;
+    std::optional<ExecUnit> unit;
     bool poisoned = false;
     {
       absl::MutexLock lock(&mu_);
@@ -128,32 +138,73 @@ void Executor::Loop() {
       if (queue_.empty()) {
         return;  // stop_ and drained
       }
-      record.emplace(std::move(queue_.front()));
+      unit.emplace(std::move(queue_.front()));
       queue_.pop_front();
-      running_ = ExecutedOp{OpName(record->op), record->source, record->seq, false};
       poisoned = !first_error_.ok();
+    }
+    RunUnit(*unit, poisoned);
+  }
+}
+
+void Executor::RunUnit(ExecUnit& unit, bool poisoned) {
+  const int64_t n = static_cast<int64_t>(unit.ops.size());
+  if (unit.compiled.has_value() && !poisoned) {
+    {
+      absl::MutexLock lock(&mu_);
+      const OpRecord& first = unit.ops.front();
+      running_ = ExecutedOp{OpName(first.op), first.source, first.seq, false};
+      queued_ops_ -= n;
+    }
+    int64_t failed = -1;
+    absl::Status status = RunCompiledUnit(*unit.compiled, unit.ops, &failed);
+    if (status.ok()) {
+      stats_->CountCompiledRun(n, unit.compiled->bytes_written);
+    }
+    for (int64_t i = 0; i < n; ++i) {
+      stats_->CountExecuted();
+      const bool blamed = !status.ok() && (failed == i || (failed < 0 && i == 0));
+      Finish(unit.ops[i], blamed ? status : absl::OkStatus(), false);
+    }
+    unit.ops.clear();
+    unit.compiled.reset();  // drop buffer references before reporting completion
+    absl::MutexLock lock(&mu_);
+    running_.reset();
+    return;
+  }
+  for (int64_t i = 0; i < n; ++i) {
+    OpRecord& record = unit.ops[i];
+    {
+      // running_ stays set from the first op of the unit to its end, so Wait() cannot see the
+      // executor idle in the middle of a unit.
+      absl::MutexLock lock(&mu_);
+      running_ = ExecutedOp{OpName(record.op), record.source, record.seq, false};
+      --queued_ops_;
+      poisoned = poisoned || !first_error_.ok();
     }
     absl::Status status;
     if (!poisoned) {
-      status = ExecuteRecord(*record);
+      status = ExecuteRecord(record);
       stats_->CountExecuted();
     }
-    SourceId source = record->source;
-    record.reset();  // drop the snapshots (storage references) before reporting completion
-    absl::MutexLock lock(&mu_);
-    ExecutedOp done = std::move(*running_);
-    running_.reset();
-    if (!status.ok()) {
-      done.failed = true;
-      first_error_ = WithOpContext(status, done.op, GlobalSourceTable().Format(source));
-    }
-    if (poisoned) {
-      continue;
-    }
-    last_ops_.push_back(std::move(done));
-    if (static_cast<int64_t>(last_ops_.size()) > options_.last_ops_capacity) {
-      last_ops_.pop_front();
-    }
+    Finish(record, std::move(status), poisoned);
+  }
+  unit.ops.clear();  // drop the snapshots (storage references) before reporting completion
+  absl::MutexLock lock(&mu_);
+  running_.reset();
+}
+
+void Executor::Finish(const OpRecord& op, absl::Status status, bool poisoned) {
+  ExecutedOp done{OpName(op.op), op.source, op.seq, !status.ok()};
+  absl::MutexLock lock(&mu_);
+  if (!status.ok() && first_error_.ok()) {
+    first_error_ = WithOpContext(status, done.op, GlobalSourceTable().Format(op.source));
+  }
+  if (poisoned) {
+    return;
+  }
+  last_ops_.push_back(std::move(done));
+  if (static_cast<int64_t>(last_ops_.size()) > options_.last_ops_capacity) {
+    last_ops_.pop_front();
   }
 }
 

@@ -1,5 +1,6 @@
-// The executor thread: runs submitted OpRecords one at a time, in submission (stream) order, with
-// ATen's CPU kernels on host aliases of device storage.
+// The executor thread: runs submitted units one at a time, in submission (stream) order. A unit
+// is a run of OpRecords, executed either op by op with ATen's CPU kernels on host aliases of
+// device storage, or as one compiled group (compiled_run.h).
 //
 // Errors are stored (with the op and its source line) and returned by the next Wait(); ops
 // submitted after a failed op are skipped until that Wait() reports the failure, since their
@@ -20,6 +21,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
+#include "runtime/compiled_run.h"
 #include "runtime/op_record.h"
 #include "runtime/stats.h"
 
@@ -30,6 +32,13 @@ struct ExecutedOp {
   SourceId source = kNoSource;
   uint64_t seq = 0;
   bool failed = false;
+};
+
+// A unit of execution: ops in stream order, plus the compiled group that computes them all (or
+// nothing: then they run op by op).
+struct ExecUnit {
+  std::vector<OpRecord> ops;
+  std::optional<CompiledUnit> compiled;
 };
 
 struct ExecutorOptions {
@@ -45,12 +54,13 @@ class Executor {
   Executor& operator=(const Executor&) = delete;
 
   void Submit(OpRecord record);
+  void Submit(ExecUnit unit);
   // Blocks until every submitted op has run; returns (and clears) the first error since the
   // previous Wait, with "<op> at <file:line (function)>: " prepended. Warnings the kernels
   // raised meanwhile are re-raised (c10::warn) on the waiting thread, where PyTorch turns them
   // into Python warnings.
   absl::Status Wait();
-  // Ops submitted but not yet executed.
+  // Ops submitted but not yet executed (counted per op, also inside compiled units).
   int64_t Pending() const;
   // The most recent executed ops, oldest first (at most n).
   std::vector<ExecutedOp> LastOps(size_t n) const;
@@ -59,6 +69,9 @@ class Executor {
 
  private:
   void Loop();
+  // Runs `unit` (the executor thread); records completed ops and the first error.
+  void RunUnit(ExecUnit& unit, bool poisoned);
+  void Finish(const OpRecord& op, absl::Status status, bool poisoned);
   void CollectWarning(const c10::Warning& warning);
   void ReraiseWarnings();
   friend class ExecutorWarningHandler;
@@ -69,7 +82,8 @@ class Executor {
   const ExecutorOptions options_;
   Stats* const stats_;
   mutable absl::Mutex mu_;
-  std::deque<OpRecord> queue_ ABSL_GUARDED_BY(mu_);
+  std::deque<ExecUnit> queue_ ABSL_GUARDED_BY(mu_);
+  int64_t queued_ops_ ABSL_GUARDED_BY(mu_) = 0;
   std::optional<ExecutedOp> running_ ABSL_GUARDED_BY(mu_);
   std::deque<ExecutedOp> last_ops_ ABSL_GUARDED_BY(mu_);
   absl::Status first_error_ ABSL_GUARDED_BY(mu_);

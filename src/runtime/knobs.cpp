@@ -1,5 +1,6 @@
 #include "runtime/knobs.h"
 
+#include <cstdint>
 #include <cstdlib>
 #include <mutex>
 
@@ -71,6 +72,12 @@ const std::vector<KnobSpec>& KnobSpecs() {
        "Executed ops remembered for torch_trn.last_ops()."},
       {"NEURON_LOG_LEVEL", "1", "0 (silent) | 1 (warnings) | 2 (info) | 3 (debug)",
        "Verbosity of torch_trn's messages on stderr."},
+      {"NEURON_MAX_GROUP_OPS", "256", "integer >= 1",
+       "Most ops in one compiled group (compile mode); longer runs are cut into several groups."},
+      {"NEURON_OPT_LEVEL", "3", "0 | 1 | 2 | 3",
+       "LLVM optimisation level of compile-mode groups (0 compiles ~4x faster, runs slower)."},
+      {"NEURON_DUMP_MLIR", "(unset)", "a directory path",
+       "Write each compiled group's MLIR module there as <key>.mlir (for debugging)."},
   };
   return kSpecs;
 }
@@ -96,26 +103,36 @@ absl::StatusOr<Knobs> ParseKnobs(const EnvLookup& lookup) {
     }
     knobs.launch_blocking = *b;
   }
-  if (auto v = lookup("NEURON_MAX_PENDING_OPS")) {
-    auto n = ParsePositive(Spec("NEURON_MAX_PENDING_OPS"), *v, 1);
-    if (!n.ok()) {
-      return n.status();
+  struct IntKnob {
+    const char* name;
+    int64_t min;
+    int64_t max;
+    int64_t* field;
+  };
+  int64_t log_level = knobs.log_level, opt_level = knobs.opt_level;
+  const IntKnob int_knobs[] = {
+      {"NEURON_MAX_PENDING_OPS", 1, INT64_MAX, &knobs.max_pending_ops},
+      {"NEURON_LAST_OPS", 1, INT64_MAX, &knobs.last_ops_capacity},
+      {"NEURON_LOG_LEVEL", 0, 3, &log_level},
+      {"NEURON_MAX_GROUP_OPS", 1, INT64_MAX, &knobs.max_group_ops},
+      {"NEURON_OPT_LEVEL", 0, 3, &opt_level},
+  };
+  for (const IntKnob& k : int_knobs) {
+    if (auto v = lookup(k.name)) {
+      auto n = ParsePositive(Spec(k.name), *v, k.min);
+      if (!n.ok()) {
+        return n.status();
+      }
+      if (*n > k.max) {
+        return BadValue(Spec(k.name), *v);
+      }
+      *k.field = *n;
     }
-    knobs.max_pending_ops = *n;
   }
-  if (auto v = lookup("NEURON_LAST_OPS")) {
-    auto n = ParsePositive(Spec("NEURON_LAST_OPS"), *v, 1);
-    if (!n.ok()) {
-      return n.status();
-    }
-    knobs.last_ops_capacity = *n;
-  }
-  if (auto v = lookup("NEURON_LOG_LEVEL")) {
-    auto n = ParsePositive(Spec("NEURON_LOG_LEVEL"), *v, 0);
-    if (!n.ok() || *n > 3) {
-      return BadValue(Spec("NEURON_LOG_LEVEL"), *v);
-    }
-    knobs.log_level = static_cast<int>(*n);
+  knobs.log_level = static_cast<int>(log_level);
+  knobs.opt_level = static_cast<int>(opt_level);
+  if (auto v = lookup("NEURON_DUMP_MLIR")) {
+    knobs.dump_mlir_dir = *v;
   }
   return knobs;
 }

@@ -36,6 +36,9 @@ struct Knobs {
   int64_t max_pending_ops = 4096;  // recording blocks beyond this many unexecuted ops
   int64_t last_ops_capacity = 256;  // ring buffer behind torch_trn.last_ops()
   int log_level = 1;                // 0 silent, 1 warnings, 2 info, 3 debug
+  int64_t max_group_ops = 256;      // most ops per compiled group
+  int opt_level = 3;                // LLVM level of compile-mode groups
+  std::string dump_mlir_dir;        // empty: do not dump
 };
 
 // All knobs, in documentation order.

@@ -12,14 +12,39 @@ void Stats::CountSync(const std::string& reason) {
   ++syncs_[reason];
 }
 
+void Stats::CountCompile(double ms) {
+  absl::MutexLock lock(&mu_);
+  ++compiles_;
+  compile_ms_ += ms;
+}
+
+void Stats::CountUnlowered(const std::string& op) {
+  absl::MutexLock lock(&mu_);
+  ++unlowered_ops_[op];
+}
+
+void Stats::CountCompileFailure(const std::string& reason) {
+  absl::MutexLock lock(&mu_);
+  ++compile_failures_[reason];
+}
+
 StatsSnapshot Stats::Snapshot() const {
   StatsSnapshot s;
   s.ops_recorded = ops_recorded_.load(std::memory_order_relaxed);
   s.ops_executed = ops_executed_.load(std::memory_order_relaxed);
   s.views = views_.load(std::memory_order_relaxed);
+  s.groups_run_compiled = groups_run_compiled_.load(std::memory_order_relaxed);
+  s.ops_run_compiled = ops_run_compiled_.load(std::memory_order_relaxed);
+  s.compiled_bytes_written = compiled_bytes_written_.load(std::memory_order_relaxed);
+  s.temporaries_elided = temporaries_elided_.load(std::memory_order_relaxed);
+  s.compile_cache_hits = compile_cache_hits_.load(std::memory_order_relaxed);
   absl::MutexLock lock(&mu_);
   s.host_fallbacks = host_fallbacks_;
   s.syncs = syncs_;
+  s.compiles = compiles_;
+  s.compile_ms = compile_ms_;
+  s.unlowered_ops = unlowered_ops_;
+  s.compile_failures = compile_failures_;
   return s;
 }
 
@@ -27,9 +52,18 @@ void Stats::Reset() {
   ops_recorded_ = 0;
   ops_executed_ = 0;
   views_ = 0;
+  groups_run_compiled_ = 0;
+  ops_run_compiled_ = 0;
+  compiled_bytes_written_ = 0;
+  temporaries_elided_ = 0;
+  compile_cache_hits_ = 0;
   absl::MutexLock lock(&mu_);
   host_fallbacks_.clear();
   syncs_.clear();
+  compiles_ = 0;
+  compile_ms_ = 0;
+  unlowered_ops_.clear();
+  compile_failures_.clear();
 }
 
 }  // namespace trn::runtime

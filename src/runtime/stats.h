@@ -1,5 +1,5 @@
 // Runtime counters behind torch_trn.stats(): ops recorded / executed, host fallbacks by op and
-// reason, syncs by reason.
+// reason, syncs by reason, and compiled execution (groups, compiles, ops without a lowering).
 //
 // Thread-safe: all methods may be called from any thread. The two hot counters are atomics; the
 // keyed maps take a mutex (they change only on slow paths: fallbacks and syncs).
@@ -22,6 +22,16 @@ struct StatsSnapshot {
   int64_t views = 0;  // view ops: metadata only, never executed
   std::map<std::pair<std::string, std::string>, int64_t> host_fallbacks;  // (op, reason) -> count
   std::map<std::string, int64_t> syncs;                                   // reason -> count
+  // Compiled execution (compile / adaptive modes).
+  int64_t groups_run_compiled = 0;
+  int64_t ops_run_compiled = 0;
+  int64_t compiled_bytes_written = 0;  // bytes compiled code stored into device buffers
+  int64_t temporaries_elided = 0;      // written views compiled code kept out of device memory
+  int64_t compiles = 0;
+  double compile_ms = 0;
+  int64_t compile_cache_hits = 0;
+  std::map<std::string, int64_t> unlowered_ops;     // op -> ops run op by op for lack of a lowering
+  std::map<std::string, int64_t> compile_failures;  // reason -> groups run op by op instead
 };
 
 class Stats {
@@ -31,6 +41,16 @@ class Stats {
   void CountView() { views_.fetch_add(1, std::memory_order_relaxed); }
   void CountHostFallback(const std::string& op, const std::string& reason);
   void CountSync(const std::string& reason);
+  void CountCompiledRun(int64_t ops, int64_t bytes_written) {
+    groups_run_compiled_.fetch_add(1, std::memory_order_relaxed);
+    ops_run_compiled_.fetch_add(ops, std::memory_order_relaxed);
+    compiled_bytes_written_.fetch_add(bytes_written, std::memory_order_relaxed);
+  }
+  void CountTemporariesElided(int64_t n) { temporaries_elided_.fetch_add(n, std::memory_order_relaxed); }
+  void CountCompile(double ms);
+  void CountCompileCacheHit() { compile_cache_hits_.fetch_add(1, std::memory_order_relaxed); }
+  void CountUnlowered(const std::string& op);
+  void CountCompileFailure(const std::string& reason);
   StatsSnapshot Snapshot() const;
   void Reset();
 
@@ -38,9 +58,18 @@ class Stats {
   std::atomic<int64_t> ops_recorded_{0};
   std::atomic<int64_t> ops_executed_{0};
   std::atomic<int64_t> views_{0};
+  std::atomic<int64_t> groups_run_compiled_{0};
+  std::atomic<int64_t> ops_run_compiled_{0};
+  std::atomic<int64_t> compiled_bytes_written_{0};
+  std::atomic<int64_t> temporaries_elided_{0};
+  std::atomic<int64_t> compile_cache_hits_{0};
   mutable absl::Mutex mu_;
   std::map<std::pair<std::string, std::string>, int64_t> host_fallbacks_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, int64_t> syncs_ ABSL_GUARDED_BY(mu_);
+  int64_t compiles_ ABSL_GUARDED_BY(mu_) = 0;
+  double compile_ms_ ABSL_GUARDED_BY(mu_) = 0;
+  std::map<std::string, int64_t> unlowered_ops_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, int64_t> compile_failures_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace trn::runtime

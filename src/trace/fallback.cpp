@@ -17,6 +17,7 @@
 #include "runtime/host_view.h"
 #include "runtime/op_error.h"
 #include "runtime/op_runner.h"
+#include "runtime/schema_util.h"
 #include "trace/device_state.h"
 #include "trace/meta_cache.h"
 #include "trace/shape_rules.h"
@@ -27,7 +28,9 @@ namespace {
 
 using runtime::ForEachTensor;
 using runtime::IsDeviceTensor;
+using runtime::AliasedArg;
 using runtime::MapTensors;
+using runtime::WritesArg;
 
 // Ops whose output sizes depend on tensor values: a Meta kernel cannot size them.
 bool IsDataDependent(const std::string& name) {
@@ -64,31 +67,6 @@ c10::OperatorHandle Canonical(const c10::OperatorHandle& op, std::vector<c10::IV
     return conv_bw;
   }
   return op;
-}
-
-// Index of the argument whose alias set return `ret` belongs to, or -1.
-int AliasedArg(const c10::FunctionSchema& schema, size_t ret) {
-  const c10::AliasInfo* r = schema.returns()[ret].alias_info();
-  if (r == nullptr) {
-    return -1;
-  }
-  for (size_t j = 0; j < schema.arguments().size(); ++j) {
-    const c10::AliasInfo* a = schema.arguments()[j].alias_info();
-    if (a == nullptr) {
-      continue;
-    }
-    for (const auto& set : r->beforeSets()) {
-      if (a->beforeSets().count(set) != 0) {
-        return static_cast<int>(j);
-      }
-    }
-  }
-  return -1;
-}
-
-bool WritesArg(const c10::FunctionSchema& schema, size_t j) {
-  const c10::AliasInfo* a = schema.arguments()[j].alias_info();
-  return a != nullptr && a->isWrite();
 }
 
 // A device tensor for a host result: a view of `base` when the result lies in base's storage

@@ -1,0 +1,675 @@
+#include "mlir_lowering/group_lowering.h"
+
+#include <c10/util/intrusive_ptr.h>
+
+#include <algorithm>
+#include <numeric>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "mlir_lowering/host_passes.h"
+#include "mlir_lowering/lowering_registry.h"
+#include "runtime/host_view.h"
+#include "runtime/op_runner.h"
+#include "runtime/schema_util.h"
+
+namespace trn::mlir_lowering {
+namespace {
+
+std::vector<int64_t> ContiguousStrides(const std::vector<int64_t>& sizes) {
+  std::vector<int64_t> strides(sizes.size(), 1);
+  for (int64_t i = static_cast<int64_t>(sizes.size()) - 2; i >= 0; --i) {
+    strides[i] = strides[i + 1] * std::max<int64_t>(sizes[i + 1], 1);
+  }
+  return strides;
+}
+
+int64_t Numel(const std::vector<int64_t>& sizes) {
+  return std::accumulate(sizes.begin(), sizes.end(), int64_t{1}, std::multiplies<>());
+}
+
+std::string StridesAttr(const std::vector<int64_t>& strides) {
+  if (strides.empty()) {
+    return "{trn.strides = array<i64>}";
+  }
+  return absl::StrCat("{trn.strides = array<i64: ", absl::StrJoin(strides, ", "), ">}");
+}
+
+std::string LoopDims(int64_t rank) {
+  std::vector<std::string> d;
+  for (int64_t i = 0; i < rank; ++i) {
+    d.push_back(absl::StrCat("d", i));
+  }
+  return absl::StrCat("(", absl::StrJoin(d, ", "), ")");
+}
+
+// The affine expression of one base dimension of `v` inside a loop nest of `loop_rank` dims,
+// with v's dims aligned to the innermost loops (broadcasting); size-1 view dims index 0.
+std::string Expr(const AffineTerm& t, const View& v, int64_t loop_rank) {
+  std::vector<std::string> parts;
+  const int64_t shift = loop_rank - v.rank();
+  for (const auto& [k, c] : t.coeffs) {
+    if (v.sizes[k] == 1 || c == 0) {
+      continue;
+    }
+    parts.push_back(c == 1 ? absl::StrCat("d", k + shift) : absl::StrCat("d", k + shift, " * ", c));
+  }
+  if (t.constant != 0 || parts.empty()) {
+    parts.push_back(absl::StrCat(t.constant));
+  }
+  return absl::StrJoin(parts, " + ");
+}
+
+std::string MapOf(const View& v, int64_t loop_rank) {
+  std::vector<std::string> exprs;
+  for (const AffineTerm& t : v.map) {
+    exprs.push_back(Expr(t, v, loop_rank));
+  }
+  return absl::StrCat("affine_map<", LoopDims(loop_rank), " -> (", absl::StrJoin(exprs, ", "), ")>");
+}
+
+std::string IteratorTypes(int64_t rank, const std::vector<int64_t>& reduced) {
+  std::vector<std::string> it;
+  for (int64_t i = 0; i < rank; ++i) {
+    bool r = std::find(reduced.begin(), reduced.end(), i) != reduced.end();
+    it.push_back(r ? "\"reduction\"" : "\"parallel\"");
+  }
+  return absl::StrCat("[", absl::StrJoin(it, ", "), "]");
+}
+
+// The view of `read` in terms of the value written to `written` (same storage), or nullopt when
+// `read` is not an affine image of `written`'s index space. Exact: `written` must be a
+// non-overlapping view, and each index the map produces must stay within its bounds.
+std::optional<View> Derive(const TensorGeometry& written, const View& value, const TensorGeometry& read) {
+  if (written.dtype != read.dtype) {
+    return std::nullopt;
+  }
+  const int64_t wr = static_cast<int64_t>(written.sizes.size());
+  std::vector<int64_t> order;
+  for (int64_t j = 0; j < wr; ++j) {
+    if (written.sizes[j] > 1) {
+      if (written.strides[j] <= 0) {
+        return std::nullopt;
+      }
+      order.push_back(j);
+    }
+  }
+  std::stable_sort(order.begin(), order.end(),
+                   [&](int64_t a, int64_t b) { return written.strides[a] > written.strides[b]; });
+  for (size_t i = 0; i + 1 < order.size(); ++i) {
+    if (written.strides[order[i]] < written.strides[order[i + 1]] * written.sizes[order[i + 1]]) {
+      return std::nullopt;  // overlapping layout: indices are not unique
+    }
+  }
+  auto decompose = [&](int64_t v, std::vector<int64_t>* coef) {
+    coef->assign(wr, 0);
+    if (v < 0) {
+      return false;
+    }
+    for (int64_t j : order) {
+      (*coef)[j] = v / written.strides[j];
+      v -= (*coef)[j] * written.strides[j];
+    }
+    return v == 0;
+  };
+  std::vector<int64_t> c0;
+  if (!decompose(read.offset - written.offset, &c0)) {
+    return std::nullopt;
+  }
+  const int64_t rr = static_cast<int64_t>(read.sizes.size());
+  std::vector<std::vector<int64_t>> b(rr);
+  for (int64_t k = 0; k < rr; ++k) {
+    if (read.sizes[k] > 1 && !decompose(read.strides[k], &b[k])) {
+      return std::nullopt;
+    }
+    if (read.sizes[k] <= 1) {
+      b[k].assign(wr, 0);
+    }
+  }
+  for (int64_t j = 0; j < wr; ++j) {
+    int64_t hi = c0[j];
+    for (int64_t k = 0; k < rr; ++k) {
+      hi += b[k][j] * (read.sizes[k] - 1);
+    }
+    if (hi > written.sizes[j] - 1) {
+      return std::nullopt;
+    }
+  }
+  View out;
+  out.base = value.base;
+  out.base_shape = value.base_shape;
+  out.dtype = value.dtype;
+  out.sizes = read.sizes;
+  for (const AffineTerm& t : value.map) {
+    AffineTerm n;
+    n.constant = t.constant;
+    for (const auto& [wdim, a] : t.coeffs) {
+      n.constant += a * c0[wdim];
+    }
+    for (int64_t k = 0; k < rr; ++k) {
+      int64_t c = 0;
+      for (const auto& [wdim, a] : t.coeffs) {
+        c += a * b[k][wdim];
+      }
+      if (c != 0) {
+        n.coeffs.emplace_back(static_cast<int>(k), c);
+      }
+    }
+    out.map.push_back(std::move(n));
+  }
+  return out;
+}
+
+bool IsDevice(const c10::IValue& v) { return v.isTensor() && runtime::IsDeviceTensor(v.toTensor()); }
+
+}  // namespace
+
+absl::Status CutHere(absl::string_view why) { return absl::AbortedError(why); }
+
+TensorGeometry TensorGeometry::Of(const at::Tensor& t) {
+  TensorGeometry g;
+  g.sizes = t.sizes().vec();
+  g.strides = t.strides().vec();
+  g.offset = t.storage_offset();
+  g.dtype = t.scalar_type();
+  return g;
+}
+
+int64_t TensorGeometry::End() const {
+  int64_t end = offset + 1;
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    if (sizes[i] == 0) {
+      return offset;
+    }
+    end += (sizes[i] - 1) * strides[i];
+  }
+  return end;
+}
+
+bool TensorGeometry::Overlaps(const TensorGeometry& o) const {
+  const int64_t a = c10::elementSize(dtype), b = c10::elementSize(o.dtype);
+  return Begin() * a < o.End() * b && o.Begin() * b < End() * a;
+}
+
+View View::Whole(std::string ssa, std::vector<int64_t> shape, c10::ScalarType dtype) {
+  View v;
+  v.base = std::move(ssa);
+  v.base_shape = shape;
+  v.dtype = dtype;
+  v.sizes = std::move(shape);
+  for (size_t j = 0; j < v.sizes.size(); ++j) {
+    v.map.push_back(AffineTerm{0, {{static_cast<int>(j), 1}}});
+  }
+  return v;
+}
+
+bool View::IsWhole() const {
+  if (sizes != base_shape) {
+    return false;
+  }
+  for (size_t j = 0; j < map.size(); ++j) {
+    const AffineTerm& t = map[j];
+    if (sizes[j] == 1) {
+      continue;  // index 0 whatever the term says, as long as it is in bounds (it is)
+    }
+    if (t.constant != 0 || t.coeffs.size() != 1 || t.coeffs[0].first != static_cast<int>(j) ||
+        t.coeffs[0].second != 1) {
+      return false;
+    }
+  }
+  return true;
+}
+
+bool GroupLowering::CanLower(const runtime::OpRecord& record, std::string* why) {
+  if (LoweringRegistry::Global().Find(record.op) == nullptr) {
+    *why = "no lowering";
+    return false;
+  }
+  bool ok = true;
+  auto check = [&](const c10::IValue& v) {
+    runtime::ForEachTensor(v, [&](const at::Tensor& t) {
+      if (!ok || !t.defined()) {
+        return;
+      }
+      if (!Supported(t.scalar_type())) {
+        *why = absl::StrCat("dtype ", c10::toString(t.scalar_type()));
+        ok = false;
+      } else if (!runtime::IsDeviceTensor(t) && t.dim() != 0) {
+        *why = "host tensor argument";
+        ok = false;
+      } else if (t.numel() == 0) {
+        *why = "empty tensor";
+        ok = false;
+      }
+    });
+  };
+  for (const c10::IValue& a : record.args) {
+    check(a);
+  }
+  for (const c10::IValue& o : record.outputs) {
+    check(o);
+  }
+  return ok;
+}
+
+GroupLowering::Buffer& GroupLowering::BufferOf(const at::Tensor& t) {
+  c10::StorageImpl* s = t.storage().unsafeGetStorageImpl();
+  auto [it, inserted] = buffer_index_.try_emplace(s, static_cast<int>(buffers_.size()));
+  if (inserted) {
+    buffers_.emplace_back();
+    buffers_.back().id = it->second;
+    buffers_.back().storage = s;
+  }
+  return buffers_[it->second];
+}
+
+void GroupLowering::NoteTensors(const runtime::OpRecord& record) {
+  auto note = [&](const c10::IValue& v) {
+    runtime::ForEachTensor(v, [&](const at::Tensor& t) {
+      if (t.defined() && runtime::IsDeviceTensor(t)) {
+        BufferOf(t).impls.insert(t.unsafeGetTensorImpl());
+      }
+    });
+  };
+  for (const c10::IValue& a : record.args) {
+    note(a);
+  }
+  for (const c10::IValue& o : record.outputs) {
+    note(o);
+  }
+}
+
+absl::Status GroupLowering::Add(const runtime::OpRecord& record) {
+  const OpLowering* lowering = LoweringRegistry::Global().Find(record.op);
+  if (lowering == nullptr) {
+    return absl::UnimplementedError(absl::StrCat("no lowering for ", runtime::OpName(record.op)));
+  }
+  ops_.push_back(&record);
+  NoteTensors(record);
+  absl::Status status = lowering->fn(*this, record);
+  if (!status.ok() && !IsCut(status) && status.code() != absl::StatusCode::kUnimplemented) {
+    return absl::Status(status.code(), absl::StrCat(runtime::OpName(record.op), ": ", status.message()));
+  }
+  return status;
+}
+
+absl::StatusOr<c10::IValue> GroupLowering::Arg(absl::string_view name) const {
+  const auto& schema = current().op.schema();
+  auto index = schema.argumentIndexWithName(std::string_view(name.data(), name.size()));
+  if (!index.has_value() || *index >= static_cast<int>(current().args.size())) {
+    return absl::UnimplementedError(absl::StrCat(runtime::OpName(current().op), " has no argument ", name));
+  }
+  return current().args[*index];
+}
+
+at::Tensor GroupLowering::Destination(size_t ret) const {
+  const runtime::OpRecord& r = current();
+  const int j = runtime::AliasedArg(r.op.schema(), ret);
+  if (j >= 0 && runtime::WritesArg(r.op.schema(), j)) {
+    return r.args[j].toTensor();
+  }
+  if (ret < r.outputs.size() && r.outputs[ret].isTensor()) {
+    return r.outputs[ret].toTensor();
+  }
+  return at::Tensor();
+}
+
+absl::StatusOr<View> GroupLowering::Read(const at::Tensor& t) {
+  if (!runtime::IsDeviceTensor(t)) {
+    return absl::UnimplementedError("reads a host tensor as a tensor");
+  }
+  TensorGeometry geo = TensorGeometry::Of(t);
+  Buffer& b = BufferOf(t);
+  for (auto it = b.writes.rbegin(); it != b.writes.rend(); ++it) {
+    if (it->geo == geo) {
+      return it->value;
+    }
+  }
+  const Write_* overlapping = nullptr;
+  for (const Write_& w : b.writes) {
+    if (w.geo.Overlaps(geo)) {
+      if (overlapping != nullptr) {
+        return CutHere("reads across two views the group wrote");
+      }
+      overlapping = &w;
+    }
+  }
+  if (overlapping != nullptr) {
+    if (std::optional<View> v = Derive(overlapping->geo, overlapping->value, geo)) {
+      return *v;
+    }
+    return CutHere("reads a view that is not an affine image of the view the group wrote");
+  }
+  for (const Input& in : b.inputs) {
+    if (in.geo == geo) {
+      return View::Whole(in.ssa, geo.sizes, geo.dtype);
+    }
+  }
+  std::string ssa = names_.Next("in");
+  b.inputs.push_back(Input{geo, ssa});
+  input_tensors_.push_back(t);
+  input_geos_.push_back(geo);
+  input_ssa_.push_back(ssa);
+  return View::Whole(ssa, geo.sizes, geo.dtype);
+}
+
+absl::StatusOr<Operand> GroupLowering::ReadOperand(const c10::IValue& v) {
+  if (v.isTensor()) {
+    const at::Tensor& t = v.toTensor();
+    if (runtime::IsDeviceTensor(t)) {
+      absl::StatusOr<View> view = Read(t);
+      if (!view.ok()) {
+        return view.status();
+      }
+      return Operand::Of(std::move(*view));
+    }
+    if (t.dim() == 0 && Supported(t.scalar_type())) {
+      return Operand::Const(t.item(), t.scalar_type());
+    }
+    return absl::UnimplementedError("a host tensor operand with dimensions");
+  }
+  if (v.isScalar()) {
+    c10::Scalar s = v.toScalar();
+    c10::ScalarType t = s.isFloatingPoint() ? c10::kDouble : (s.isBoolean() ? c10::kBool : c10::kLong);
+    if (s.isComplex()) {
+      return absl::UnimplementedError("a complex scalar");
+    }
+    return Operand::Const(s, t);
+  }
+  return absl::UnimplementedError("an operand that is neither a tensor nor a scalar");
+}
+
+absl::Status GroupLowering::Write(const at::Tensor& dst, const View& value_in) {
+  if (!dst.defined()) {
+    return absl::OkStatus();
+  }
+  TensorGeometry geo = TensorGeometry::Of(dst);
+  if (value_in.sizes != geo.sizes) {
+    return absl::InternalError(absl::StrCat("the lowering produced sizes [", absl::StrJoin(value_in.sizes, ","),
+                                            "] for a destination of sizes [", absl::StrJoin(geo.sizes, ","), "]"));
+  }
+  View value = value_in;
+  if (value.dtype != geo.dtype) {
+    value = Pointwise({Operand::Of(value)}, geo.sizes, geo.dtype,
+                      [](ScalarBuilder&, const std::vector<Scalar>& a) { return a[0]; });
+  }
+  Buffer& b = BufferOf(dst);
+  for (auto it = b.writes.begin(); it != b.writes.end(); ++it) {
+    if (it->geo == geo) {
+      b.writes.erase(it);
+      break;
+    }
+  }
+  for (const Write_& w : b.writes) {
+    if (w.geo.Overlaps(geo)) {
+      return CutHere("writes a view overlapping another view the group wrote");
+    }
+  }
+  b.writes.push_back(Write_{geo, std::move(value), dst});
+  return absl::OkStatus();
+}
+
+std::string GroupLowering::Constant(const c10::Scalar& value, c10::ScalarType dtype) {
+  std::string ssa = names_.Next("c");
+  Emit(absl::StrCat("    ", ssa, " = arith.constant ", ConstantLiteral(value, dtype), " : ", *ElementType(dtype), "\n"));
+  return ssa;
+}
+
+View GroupLowering::Pointwise(const std::vector<Operand>& ins, const std::vector<int64_t>& shape,
+                              c10::ScalarType out_dtype, const BodyFn& body) {
+  const int64_t rank = static_cast<int64_t>(shape.size());
+  const std::string out_type = TensorType(shape, out_dtype);
+  const std::string empty = names_.Next("e");
+  std::string region;
+  ScalarBuilder b(&names_, &region);
+  std::vector<std::string> in_ssa, in_types, maps, block_args;
+  std::vector<Scalar> elems;
+  for (const Operand& in : ins) {
+    if (in.view.has_value()) {
+      const View& v = *in.view;
+      in_ssa.push_back(v.base);
+      in_types.push_back(TensorType(v.base_shape, v.dtype));
+      maps.push_back(MapOf(v, rank));
+      std::string arg = names_.Next("x");
+      block_args.push_back(absl::StrCat(arg, ": ", *ElementType(v.dtype)));
+      elems.push_back(Scalar{arg, v.dtype});
+    } else {
+      elems.push_back(Scalar{"", in.dtype});  // filled below, inside the region
+    }
+  }
+  const std::string out_arg = names_.Next("o");
+  block_args.push_back(absl::StrCat(out_arg, ": ", *ElementType(out_dtype)));
+  for (size_t i = 0; i < ins.size(); ++i) {
+    if (!ins[i].view.has_value()) {
+      elems[i] = b.Constant(ins[i].constant, ins[i].dtype);
+    }
+  }
+  Scalar r = b.Cast(body(b, elems), out_dtype);
+  maps.push_back(MapOf(View::Whole("", shape, out_dtype), rank));
+  const std::string result = names_.Next("p");
+  std::string text = absl::StrCat("    ", empty, " = tensor.empty() : ", out_type, "\n");
+  absl::StrAppend(&text, "    ", result, " = linalg.generic {indexing_maps = [", absl::StrJoin(maps, ", "),
+                  "], iterator_types = ", IteratorTypes(rank, {}), "}");
+  if (!in_ssa.empty()) {
+    absl::StrAppend(&text, " ins(", absl::StrJoin(in_ssa, ", "), " : ", absl::StrJoin(in_types, ", "), ")");
+  }
+  absl::StrAppend(&text, " outs(", empty, " : ", out_type, ") {\n    ^bb0(", absl::StrJoin(block_args, ", "), "):\n",
+                  region, "    linalg.yield ", r.ssa, " : ", *ElementType(out_dtype), "\n    } -> ", out_type, "\n");
+  Emit(text);
+  return View::Whole(result, shape, out_dtype);
+}
+
+View GroupLowering::Reduce(const View& in, const std::vector<int64_t>& dims, bool keepdim, c10::ScalarType acc,
+                           const c10::Scalar& init, const CombineFn& combine) {
+  const int64_t rank = in.rank();
+  std::vector<int64_t> out_shape, kept;
+  for (int64_t i = 0; i < rank; ++i) {
+    if (std::find(dims.begin(), dims.end(), i) == dims.end()) {
+      out_shape.push_back(in.sizes[i]);
+      kept.push_back(i);
+    }
+  }
+  const std::string out_type = TensorType(out_shape, acc);
+  const std::string init_ssa = Constant(init, acc);
+  const std::string empty = names_.Next("e");
+  const std::string filled = names_.Next("f");
+  std::string text = absl::StrCat("    ", empty, " = tensor.empty() : ", out_type, "\n");
+  absl::StrAppend(&text, "    ", filled, " = linalg.fill ins(", init_ssa, " : ", *ElementType(acc), ") outs(", empty,
+                  " : ", out_type, ") -> ", out_type, "\n");
+  std::vector<std::string> out_exprs;
+  for (int64_t k : kept) {
+    out_exprs.push_back(absl::StrCat("d", k));
+  }
+  const std::string out_map =
+      absl::StrCat("affine_map<", LoopDims(rank), " -> (", absl::StrJoin(out_exprs, ", "), ")>");
+  std::string region;
+  ScalarBuilder b(&names_, &region);
+  const std::string x = names_.Next("x"), a = names_.Next("a");
+  Scalar r = b.Cast(combine(b, Scalar{a, acc}, Scalar{x, in.dtype}), acc);
+  const std::string result = names_.Next("r");
+  absl::StrAppend(&text, "    ", result, " = linalg.generic {indexing_maps = [", MapOf(in, rank), ", ", out_map,
+                  "], iterator_types = ", IteratorTypes(rank, dims), "} ins(", in.base, " : ",
+                  TensorType(in.base_shape, in.dtype), ") outs(", filled, " : ", out_type, ") {\n    ^bb0(", x, ": ",
+                  *ElementType(in.dtype), ", ", a, ": ", *ElementType(acc), "):\n", region, "    linalg.yield ", r.ssa,
+                  " : ", *ElementType(acc), "\n    } -> ", out_type, "\n");
+  Emit(text);
+  View reduced = View::Whole(result, out_shape, acc);
+  if (!keepdim) {
+    return reduced;
+  }
+  View v = reduced;
+  v.sizes = in.sizes;
+  for (int64_t d : dims) {
+    v.sizes[d] = 1;
+  }
+  v.map.clear();
+  for (size_t i = 0; i < kept.size(); ++i) {
+    v.map.push_back(AffineTerm{0, {{static_cast<int>(kept[i]), 1}}});
+  }
+  return v;
+}
+
+std::string GroupLowering::Materialize(const View& v) {
+  if (v.IsWhole()) {
+    return v.base;
+  }
+  return Pointwise({Operand::Of(v)}, v.sizes, v.dtype,
+                   [](ScalarBuilder&, const std::vector<Scalar>& a) { return a[0]; })
+      .base;
+}
+
+absl::Status GroupLowering::Extern() {
+  const runtime::OpRecord& r = current();
+  const c10::FunctionSchema& schema = r.op.schema();
+  for (size_t j = 0; j < r.args.size(); ++j) {
+    if (runtime::WritesArg(schema, j) && !schema.arguments()[j].is_out()) {
+      return absl::UnimplementedError("runtime calls cannot mutate arguments in place");
+    }
+  }
+  // Inputs: every device tensor argument that is not out=, in argument order (the runtime walks
+  // the record the same way: compiled_group.cpp).
+  std::vector<std::string> ssa, types, elem_types, maps;
+  auto add_tensor = [&](const View& v) {
+    std::string m = Materialize(v);
+    ssa.push_back(m);
+    types.push_back(TensorType(v.sizes, v.dtype));
+    elem_types.emplace_back(*ElementType(v.dtype));
+    std::vector<std::string> zeros(v.sizes.size(), "0");
+    maps.push_back(absl::StrCat("affine_map<() -> (", absl::StrJoin(zeros, ", "), ")>"));
+  };
+  for (size_t j = 0; j < r.args.size(); ++j) {
+    if (schema.arguments()[j].is_out()) {
+      continue;
+    }
+    const c10::IValue& a = r.args[j];
+    if (IsDevice(a)) {
+      absl::StatusOr<View> v = Read(a.toTensor());
+      if (!v.ok()) {
+        return v.status();
+      }
+      add_tensor(*v);
+    } else if (a.isTensorList() || a.isList()) {
+      bool device = false;
+      runtime::ForEachTensor(a, [&](const at::Tensor& t) { device = device || runtime::IsDeviceTensor(t); });
+      if (device) {
+        return absl::UnimplementedError("runtime calls take no tensor lists");
+      }
+    }
+  }
+  const size_t num_in = ssa.size();
+  std::vector<at::Tensor> dests;
+  std::vector<std::string> out_empty, out_types;
+  for (size_t i = 0; i < schema.returns().size(); ++i) {
+    at::Tensor d = Destination(i);
+    if (!d.defined()) {
+      continue;
+    }
+    if (!runtime::IsDeviceTensor(d)) {
+      return absl::UnimplementedError("a return that is not a device tensor");
+    }
+    dests.push_back(d);
+    std::string e = names_.Next("e");
+    out_types.push_back(TensorType(d.sizes().vec(), d.scalar_type()));
+    Emit(absl::StrCat("    ", e, " = tensor.empty() : ", out_types.back(), "\n"));
+    out_empty.push_back(e);
+    std::vector<std::string> zeros(d.dim(), "0");
+    maps.push_back(absl::StrCat("affine_map<() -> (", absl::StrJoin(zeros, ", "), ")>"));
+  }
+  if (dests.empty()) {
+    return absl::UnimplementedError("a runtime call with no result");
+  }
+  const int64_t k = externs_++;
+  const std::string idx = Constant(static_cast<int64_t>(current_index()), c10::kLong);
+  const std::string call = absl::StrCat(kExternPrefix, num_in + dests.size(), "_", k);
+  const std::string result = names_.Next("ext");
+  std::vector<std::string> args = {"%ctx", idx};
+  args.insert(args.end(), ssa.begin(), ssa.end());
+  std::vector<std::string> arg_types = {"i64", "i64"};
+  arg_types.insert(arg_types.end(), types.begin(), types.end());
+  std::vector<std::string> all_maps = {"affine_map<() -> ()>", "affine_map<() -> ()>"};
+  all_maps.insert(all_maps.end(), maps.begin(), maps.end());
+  std::vector<std::string> block_args;
+  block_args.push_back(absl::StrCat(names_.Next("x"), ": i64"));
+  block_args.push_back(absl::StrCat(names_.Next("x"), ": i64"));
+  for (size_t i = 0; i < num_in; ++i) {
+    block_args.push_back(absl::StrCat(names_.Next("x"), ": ", elem_types[i]));
+  }
+  std::vector<std::string> yields, yield_types;
+  for (size_t i = 0; i < dests.size(); ++i) {
+    std::string o = names_.Next("o");
+    std::string et(*ElementType(dests[i].scalar_type()));
+    block_args.push_back(absl::StrCat(o, ": ", et));
+    yields.push_back(o);
+    yield_types.push_back(et);
+  }
+  Emit(absl::StrCat("    ", result, ":", dests.size(), " = linalg.generic {indexing_maps = [",
+                    absl::StrJoin(all_maps, ", "), "], iterator_types = [], library_call = \"", call, "\"} ins(",
+                    absl::StrJoin(args, ", "), " : ", absl::StrJoin(arg_types, ", "), ") outs(",
+                    absl::StrJoin(out_empty, ", "), " : ", absl::StrJoin(out_types, ", "), ") {\n    ^bb0(",
+                    absl::StrJoin(block_args, ", "), "):\n    linalg.yield ", absl::StrJoin(yields, ", "), " : ",
+                    absl::StrJoin(yield_types, ", "), "\n    } -> (", absl::StrJoin(out_types, ", "), ")\n"));
+  for (size_t i = 0; i < dests.size(); ++i) {
+    absl::Status s = Write(dests[i], View::Whole(absl::StrCat(result, "#", i), dests[i].sizes().vec(),
+                                                 dests[i].scalar_type()));
+    if (!s.ok()) {
+      return s;
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<LoweredGroup> GroupLowering::Finish() {
+  LoweredGroup g;
+  std::vector<std::string> results, result_types;
+  absl::flat_hash_set<std::string> returned;
+  for (Buffer& b : buffers_) {
+    const bool live = c10::raw::intrusive_ptr::use_count(b.storage) > b.impls.size();
+    for (Write_& w : b.writes) {
+      if (!live) {
+        ++g.temporaries;
+        continue;
+      }
+      bool staged = false;
+      for (const Input& in : b.inputs) {
+        staged = staged || in.geo.Overlaps(w.geo);
+      }
+      std::string ssa = Materialize(w.value);
+      if (!returned.insert(ssa).second || ssa.rfind("%in", 0) == 0) {
+        // The same value returned twice (or an input returned): give this result its own
+        // tensor, so destination passing has one producer per out argument.
+        ssa = Pointwise({Operand::Of(View::Whole(ssa, w.geo.sizes, w.geo.dtype))}, w.geo.sizes, w.geo.dtype,
+                        [](ScalarBuilder&, const std::vector<Scalar>& a) { return a[0]; })
+                  .base;
+        returned.insert(ssa);
+      }
+      results.push_back(ssa);
+      result_types.push_back(absl::StrCat(TensorType(w.geo.sizes, w.geo.dtype), " ",
+                                          StridesAttr(staged ? ContiguousStrides(w.geo.sizes) : w.geo.strides)));
+      g.outputs.push_back(GroupOutput{w.tensor, staged});
+      g.bytes_written += Numel(w.geo.sizes) * static_cast<int64_t>(c10::elementSize(w.geo.dtype));
+    }
+  }
+  std::vector<std::string> params = {"%ctx: i64"};
+  for (size_t i = 0; i < input_tensors_.size(); ++i) {
+    // Input SSA names are the function's parameter names.
+    const TensorGeometry& geo = input_geos_[i];
+    params.push_back(absl::StrCat(input_ssa_[i], ": ", TensorType(geo.sizes, geo.dtype), " ", StridesAttr(geo.strides)));
+  }
+  std::vector<std::string> plain_types;
+  for (const std::string& t : result_types) {
+    plain_types.push_back(t.substr(0, t.find(' ')));
+  }
+  g.mlir = absl::StrCat("func.func @", g.func, "(", absl::StrJoin(params, ", "), ") -> (",
+                        absl::StrJoin(result_types, ", "), ") {\n", body_);
+  if (results.empty()) {
+    absl::StrAppend(&g.mlir, "    return\n}\n");
+  } else {
+    absl::StrAppend(&g.mlir, "    return ", absl::StrJoin(results, ", "), " : ", absl::StrJoin(plain_types, ", "),
+                    "\n}\n");
+  }
+  g.inputs = input_tensors_;
+  g.externs = externs_;
+  return g;
+}
+
+}  // namespace trn::mlir_lowering

@@ -1,0 +1,206 @@
+// GroupLowering: a run of recorded ops -> one MLIR module (linalg on tensors) whose public
+// function `@group` reads the group's external buffers and returns its outputs.
+//
+// Data model. Device storage is concrete at record time, so the lowering tracks *buffers*:
+// every tensor an op touches is a view (sizes, strides, offset, dtype) of a storage.
+//  - A read of a view nobody in the group wrote is an external input: a function argument of
+//    exactly that geometry (`trn.strides`), read in place by the compiled code.
+//  - A write records the view's new value (an SSA tensor plus an affine index map: views such
+//    as transpose, slice, expand or unsqueeze cost nothing, they only change the map).
+//  - A later read of the same storage reuses that value when the read view is expressible as
+//    an affine map of the written view (derived from strides, exact); otherwise the group is
+//    cut before the op (deterministic: it depends only on recorded geometry).
+//  - Finish(): a written view is an *output* when its storage is referenced outside the
+//    group's records (a live tensor, or a later op); every other write is an internal
+//    temporary, which the compiled code never stores to device memory. An output that
+//    overlaps an input of the group is *staged*: written to a scratch buffer and copied into
+//    place after the call, because the compiled code may read the input after writing.
+//
+// Op lowerings (one file per family under ops/, registered in lowering_registry.h) use the
+// "API for op lowerings" below. Status codes they return: kAborted (IsCut) = cut the group
+// before this op and retry it in a new group; kUnimplemented = this op, with these arguments,
+// has no lowering (it runs op by op). After an error the GroupLowering must be discarded.
+//
+// Thread-safety: a GroupLowering is used by one thread. It holds the records' tensors only by
+// reference: the records must outlive it.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include "absl/strings/string_view.h"
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "mlir_lowering/mlir_text.h"
+#include "runtime/op_record.h"
+
+namespace trn::mlir_lowering {
+
+struct TensorGeometry {
+  std::vector<int64_t> sizes;
+  std::vector<int64_t> strides;
+  int64_t offset = 0;
+  c10::ScalarType dtype = c10::kFloat;
+
+  static TensorGeometry Of(const at::Tensor& t);
+  bool operator==(const TensorGeometry& o) const {
+    return sizes == o.sizes && strides == o.strides && offset == o.offset && dtype == o.dtype;
+  }
+  // Elements [begin, end) of the storage the view can touch (in units of its own dtype).
+  int64_t Begin() const { return offset; }
+  int64_t End() const;
+  bool Overlaps(const TensorGeometry& o) const;
+};
+
+// base index j = constant + sum(coeff * view index d) over `coeffs` (view dim, coefficient).
+struct AffineTerm {
+  int64_t constant = 0;
+  std::vector<std::pair<int, int64_t>> coeffs;
+};
+
+// A logical tensor of `sizes` whose element at index d is base[map(d)].
+struct View {
+  std::string base;                 // SSA value of type tensor<base_shape x dtype>
+  std::vector<int64_t> base_shape;
+  c10::ScalarType dtype = c10::kFloat;
+  std::vector<int64_t> sizes;
+  std::vector<AffineTerm> map;      // one term per base dimension
+
+  static View Whole(std::string ssa, std::vector<int64_t> shape, c10::ScalarType dtype);
+  bool IsWhole() const;  // map is the identity and sizes == base_shape
+  int64_t rank() const { return static_cast<int64_t>(sizes.size()); }
+};
+
+// An input of a pointwise op: a tensor view or a constant.
+struct Operand {
+  std::optional<View> view;
+  c10::Scalar constant;
+  c10::ScalarType dtype = c10::kFloat;
+
+  static Operand Of(View v) {
+    Operand o;
+    o.dtype = v.dtype;
+    o.view = std::move(v);
+    return o;
+  }
+  static Operand Const(c10::Scalar s, c10::ScalarType t) {
+    Operand o;
+    o.constant = s;
+    o.dtype = t;
+    return o;
+  }
+};
+
+// Builds a pointwise body: gets one element per operand (in the operand's dtype), returns the
+// result element (any dtype: it is cast to the output's).
+using BodyFn = std::function<Scalar(ScalarBuilder&, const std::vector<Scalar>&)>;
+// Reduction step: acc (accumulator dtype) and x (input dtype) -> new acc.
+using CombineFn = std::function<Scalar(ScalarBuilder&, const Scalar& acc, const Scalar& x)>;
+
+absl::Status CutHere(absl::string_view why);
+inline bool IsCut(const absl::Status& s) { return s.code() == absl::StatusCode::kAborted; }
+
+struct GroupOutput {
+  at::Tensor tensor;    // the device view the compiled code writes
+  bool staged = false;  // through a scratch buffer (overlaps an input)
+};
+
+struct LoweredGroup {
+  std::string mlir;
+  std::string func = "group";
+  std::vector<at::Tensor> inputs;  // device views, in argument order (after %ctx)
+  std::vector<GroupOutput> outputs;
+  int64_t externs = 0;             // runtime calls in the group
+  int64_t bytes_written = 0;       // bytes the compiled code stores into device buffers
+  int64_t temporaries = 0;         // written views kept out of device memory
+};
+
+class GroupLowering {
+ public:
+  GroupLowering() = default;
+  GroupLowering(const GroupLowering&) = delete;
+  GroupLowering& operator=(const GroupLowering&) = delete;
+
+  // Whether `record` can be lowered at all: a registered lowering, supported dtypes, no empty
+  // or host (non-scalar) tensors. Cheap; Add may still refuse particular arguments.
+  static bool CanLower(const runtime::OpRecord& record, std::string* why);
+
+  // Lowers `record` as the next op of the group (its index is size() before the call).
+  absl::Status Add(const runtime::OpRecord& record);
+  int64_t size() const { return static_cast<int64_t>(ops_.size()); }
+  // Decides outputs and temporaries (see the file comment) and returns the module.
+  absl::StatusOr<LoweredGroup> Finish();
+
+  // ---- API for op lowerings ----
+  const runtime::OpRecord& current() const { return *ops_.back(); }
+  int64_t current_index() const { return size() - 1; }
+  // The current op's argument by schema name (throws nothing: kUnimplemented if absent).
+  absl::StatusOr<c10::IValue> Arg(absl::string_view name) const;
+  // The device tensor receiving return `ret`: the written argument (in-place, out=) or the
+  // fresh output. Undefined for a masked-out optional output.
+  at::Tensor Destination(size_t ret) const;
+  absl::StatusOr<View> Read(const at::Tensor& t);
+  // A device tensor -> view; a 0-dim host tensor or a Scalar -> constant; else kUnimplemented.
+  absl::StatusOr<Operand> ReadOperand(const c10::IValue& v);
+  // `value` becomes the content of `dst` (cast to dst's dtype if needed).
+  absl::Status Write(const at::Tensor& dst, const View& value);
+  // Writes return `ret` of the current op.
+  absl::Status WriteResult(size_t ret, const View& value) { return Write(Destination(ret), value); }
+
+  // out[i] = body(ins[i] broadcast to `shape`), as one linalg.generic.
+  View Pointwise(const std::vector<Operand>& ins, const std::vector<int64_t>& shape,
+                 c10::ScalarType out_dtype, const BodyFn& body);
+  // Folds `dims` of `in` (sorted, distinct, non-negative) into an accumulator of dtype `acc`
+  // starting at `init`. keepdim keeps them as size-1 dims (a view: no copy).
+  View Reduce(const View& in, const std::vector<int64_t>& dims, bool keepdim, c10::ScalarType acc,
+              const c10::Scalar& init, const CombineFn& combine);
+  // A tensor SSA value holding exactly `v` (a copy only when v is not whole).
+  std::string Materialize(const View& v);
+  // Lowers the current op as a call into the runtime (ATen's CPU kernel on the buffers).
+  // Only for ops that write nothing but their returns (functional or out=).
+  absl::Status Extern();
+
+  NameGen& names() { return names_; }
+  void Emit(const std::string& line) { body_ += line; }
+
+ private:
+  struct Write_ {
+    TensorGeometry geo;
+    View value;
+    at::Tensor tensor;
+  };
+  struct Input {
+    TensorGeometry geo;
+    std::string ssa;
+  };
+  struct Buffer {
+    int id = 0;
+    std::vector<Write_> writes;
+    std::vector<Input> inputs;
+    absl::flat_hash_set<const c10::TensorImpl*> impls;  // distinct snapshots in the records
+    c10::StorageImpl* storage = nullptr;
+  };
+
+  Buffer& BufferOf(const at::Tensor& t);
+  void NoteTensors(const runtime::OpRecord& record);
+  std::string Constant(const c10::Scalar& value, c10::ScalarType dtype);
+
+  std::vector<const runtime::OpRecord*> ops_;
+  NameGen names_;
+  std::string body_;
+  absl::flat_hash_map<const c10::StorageImpl*, int> buffer_index_;
+  std::vector<Buffer> buffers_;  // by first appearance: deterministic order
+  std::vector<at::Tensor> input_tensors_;
+  std::vector<TensorGeometry> input_geos_;
+  std::vector<std::string> input_ssa_;
+  int64_t externs_ = 0;
+};
+
+}  // namespace trn::mlir_lowering

@@ -1,0 +1,69 @@
+// The module passes of the host pipeline (host_pipeline.h strings them together).
+//
+// Thread-safety: pass objects are created per pass manager; the create functions are safe to
+// call from any thread.
+#pragma once
+
+#include <memory>
+
+namespace mlir {
+class Pass;
+}  // namespace mlir
+
+namespace trn::mlir_lowering {
+
+// Attribute names shared by the group lowering (which writes them) and these passes.
+//  - `trn.strides` (array<i64>) on a public function's tensor argument or result: the element
+//    strides of the buffer the caller passes for it. The buffer's offset stays dynamic.
+//  - `library_call = "trn_ext<N>_<k>"` on a linalg.generic: an extern call into the runtime
+//    (see createExternCallsPass); N is the number of operands.
+inline constexpr const char kStridesAttr[] = "trn.strides";
+inline constexpr const char kExternPrefix[] = "trn_ext";
+
+// `trn-fuse-elementwise` (func pass): linalg elementwise fusion on tensors, like MLIR's
+// linalg-fuse-elementwise-ops, but never fusing into or out of an extern call (a generic with a
+// `library_call`), whose body is a placeholder. A producer is fused only into its single user.
+std::unique_ptr<mlir::Pass> createFuseElementwisePass();
+
+// `trn-results-to-out-args` (module pass). Run after fusion and before bufferization. For each
+// public func.func with a body, appends one argument per returned tensor, marked
+// {bufferization.writable = true} plus the result's own attributes (e.g. trn.strides), and
+// makes the op producing that result write into it: the tensor.empty at the root of the
+// result's destination chain (through destination-style ops, e.g. linalg.fill -> linalg.generic
+// reduction) is replaced by the new argument. A result with no such chain (a returned input, a
+// reshape) is copied into the new argument by a linalg.generic. Existing arguments without an
+// explicit attribute are marked {bufferization.writable = false}: inputs are never written.
+// Why not buffer-results-to-out-params: it runs after bufferization and costs an allocation plus
+// a copy per result; here the last op writes straight into the caller's buffer.
+// Why after fusion: linalg-fuse-elementwise-ops replaces an unread `outs` operand by a fresh
+// tensor.empty, which would undo destination passing done before it.
+std::unique_ptr<mlir::Pass> createResultsToOutArgsPass();
+
+// `trn-check-no-results` (module pass). Run after bufferization: fails with a diagnostic if a
+// public function still returns a buffer (the out argument could not be written in place), so
+// a C-ABI mismatch is a compile error rather than a crash.
+std::unique_ptr<mlir::Pass> createCheckNoResultsPass();
+
+// `trn-extern-calls` (module pass). Run after bufferization. Rewrites each linalg.generic whose
+// `library_call` starts with "trn_ext" into a func.call of that name (declared private with
+// llvm.emit_c_interface), passing its operands in order: scalars as they are, memrefs cast to
+// fully dynamic strided layouts. The C side is `void _mlir_ciface_<name>(scalars...,
+// StridedMemRefType<T, rank>*...)`, resolved by the runtime's symbol table (host_jit.h).
+std::unique_ptr<mlir::Pass> createExternCallsPass();
+
+// `trn-static-strides` (module pass). Run after bufferization with fully dynamic layouts at the
+// function boundary. Each public function argument carrying `trn.strides` gets a memref type
+// with those static strides (offset stays dynamic); a memref.cast back to the dynamic type keeps
+// the body valid, and canonicalization then folds the cast into its users so loops index with
+// constant strides (which LLVM can vectorise).
+std::unique_ptr<mlir::Pass> createStaticStridesPass();
+
+// `trn-math-approximation` (func pass): MLIR's polynomial approximations of f32 transcendental
+// math ops (exp, log, tanh, erf, sin, cos, atan, ...), so they stay inline arithmetic that LLVM
+// vectorises instead of libm calls.
+std::unique_ptr<mlir::Pass> createMathApproximationPass();
+
+// Registers all passes above with MLIR's global registry. Idempotent.
+void registerHostPasses();
+
+}  // namespace trn::mlir_lowering

@@ -1,0 +1,54 @@
+#include "mlir_lowering/lowering_registry.h"
+
+#include <algorithm>
+
+namespace trn::mlir_lowering {
+namespace {
+
+absl::string_view Folded(absl::string_view name) {
+  if (name.size() > 1 && name.back() == '_' && name[name.size() - 2] != '_') {
+    name.remove_suffix(1);
+  }
+  return name;
+}
+
+}  // namespace
+
+const LoweringRegistry& LoweringRegistry::Global() {
+  static const LoweringRegistry* registry = [] {
+    auto* r = new LoweringRegistry();
+    PopulateElementwise(*r);
+    PopulateReductions(*r);
+    PopulateNormalization(*r);
+    PopulateContractions(*r);
+    PopulateBackward(*r);
+    PopulateShape(*r);
+    PopulateIndexing(*r);
+    return r;
+  }();
+  return *registry;
+}
+
+void LoweringRegistry::Register(absl::string_view name, std::string family, LowerFn fn, bool runtime_call) {
+  ops_[std::string(Folded(name))] = OpLowering{fn, std::move(family), runtime_call};
+}
+
+const OpLowering* LoweringRegistry::Find(absl::string_view schema_name) const {
+  auto it = ops_.find(Folded(schema_name));
+  return it == ops_.end() ? nullptr : &it->second;
+}
+
+const OpLowering* LoweringRegistry::Find(const c10::OperatorHandle& op) const {
+  return Find(op.operator_name().name);
+}
+
+std::vector<std::string> LoweringRegistry::Names() const {
+  std::vector<std::string> names;
+  for (const auto& [name, lowering] : ops_) {
+    names.push_back(name);
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+}  // namespace trn::mlir_lowering

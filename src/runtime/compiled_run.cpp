@@ -1,0 +1,209 @@
+#include "runtime/compiled_run.h"
+
+#include <ATen/ops/empty.h>
+#include <ATen/ops/from_blob.h>
+#include <c10/core/impl/LocalDispatchKeySet.h>
+
+#include <array>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "runtime/host_view.h"
+#include "runtime/op_error.h"
+#include "runtime/op_runner.h"
+#include "runtime/schema_util.h"
+
+namespace trn::runtime {
+namespace {
+
+struct ExternContext {
+  const std::vector<OpRecord>* ops = nullptr;
+  absl::Status status;
+  int64_t failed_op = -1;
+};
+
+// StridedMemRefType<T, rank> as int64 words: allocated, aligned, offset, sizes..., strides...
+std::vector<int64_t> Describe(const at::Tensor& t, bool device) {
+  std::vector<int64_t> d;
+  d.reserve(3 + 2 * t.dim());
+  const int64_t base = device ? reinterpret_cast<int64_t>(t.storage().data())
+                              : reinterpret_cast<int64_t>(t.data_ptr());
+  d.push_back(base);
+  d.push_back(base);
+  d.push_back(device ? t.storage_offset() : 0);
+  for (int64_t s : t.sizes()) {
+    d.push_back(s);
+  }
+  for (int64_t s : t.strides()) {
+    d.push_back(s);
+  }
+  return d;
+}
+
+// A host tensor over the buffer `desc` describes, with `like`'s rank and dtype.
+at::Tensor FromDescriptor(const void* desc, const at::Tensor& like) {
+  const int64_t* d = static_cast<const int64_t*>(desc);
+  const int64_t rank = like.dim();
+  char* aligned = reinterpret_cast<char*>(d[1]);
+  const int64_t offset = d[2];
+  std::vector<int64_t> sizes(d + 3, d + 3 + rank);
+  std::vector<int64_t> strides(d + 3 + rank, d + 3 + 2 * rank);
+  return at::from_blob(aligned + offset * static_cast<int64_t>(like.itemsize()), sizes, strides,
+                       at::TensorOptions().dtype(like.scalar_type()));
+}
+
+bool IsDevice(const c10::IValue& v) { return v.isTensor() && IsDeviceTensor(v.toTensor()); }
+
+void RunExtern(int64_t ctx_bits, int64_t op_index, void* const* descs, int n) {
+  auto* ctx = reinterpret_cast<ExternContext*>(ctx_bits);
+  if (!ctx->status.ok()) {
+    return;  // an earlier extern failed: the rest of the run is garbage anyway
+  }
+  const OpRecord& r = (*ctx->ops)[op_index];
+  const c10::FunctionSchema& schema = r.op.schema();
+  std::vector<c10::IValue> args = r.args;
+  int k = 0;
+  for (size_t j = 0; j < args.size() && k <= n; ++j) {
+    if (!schema.arguments()[j].is_out() && IsDevice(args[j])) {
+      args[j] = k < n ? FromDescriptor(descs[k], args[j].toTensor()) : at::Tensor();
+      ++k;
+    }
+  }
+  std::vector<at::Tensor> fresh(schema.returns().size());
+  for (size_t i = 0; i < schema.returns().size(); ++i) {
+    const int j = AliasedArg(schema, i);
+    const bool out_arg = j >= 0 && WritesArg(schema, j);
+    at::Tensor dest = out_arg ? r.args[j].toTensor()
+                              : (i < r.outputs.size() && r.outputs[i].isTensor() ? r.outputs[i].toTensor() : at::Tensor());
+    if (!dest.defined()) {
+      continue;
+    }
+    if (k >= n) {
+      ++k;
+      break;
+    }
+    at::Tensor buffer = FromDescriptor(descs[k++], dest);
+    if (out_arg) {
+      args[j] = buffer;
+    } else {
+      fresh[i] = buffer;
+    }
+  }
+  if (k != n) {
+    ctx->status = absl::InternalError(absl::StrCat("runtime call of ", OpName(r.op), " got ", n,
+                                                   " buffers for ", k, " operands"));
+    ctx->failed_op = op_index;
+    return;
+  }
+  std::vector<c10::IValue> results;
+  absl::Status status = RunOnHost(r.op, args, &results);
+  if (status.ok()) {
+    try {
+      c10::impl::ExcludeDispatchKeyGuard no_autograd(c10::autograd_dispatch_keyset_with_ADInplaceOrView);
+      for (size_t i = 0; i < fresh.size() && i < results.size(); ++i) {
+        if (fresh[i].defined() && results[i].isTensor() && results[i].toTensor().defined()) {
+          fresh[i].copy_(results[i].toTensor());
+        }
+      }
+    } catch (...) {
+      status = StatusFromCurrentException();
+    }
+  }
+  if (!status.ok()) {
+    ctx->status = status;
+    ctx->failed_op = op_index;
+  }
+}
+
+template <size_t>
+using VoidPtr = void*;
+
+template <typename Seq>
+struct ExternThunk;
+template <size_t... I>
+struct ExternThunk<std::index_sequence<I...>> {
+  static void Run(int64_t ctx, int64_t op, VoidPtr<I>... d) {
+    void* descs[] = {d...};
+    RunExtern(ctx, op, descs, static_cast<int>(sizeof...(I)));
+  }
+};
+
+template <size_t... N>
+std::array<void*, sizeof...(N)> MakeExternTable(std::index_sequence<N...>) {
+  return {reinterpret_cast<void*>(&ExternThunk<std::make_index_sequence<N + 1>>::Run)...};
+}
+
+// Calls `fn` with the n pointer-sized arguments `a[0..n)`.
+using Caller = void (*)(void*, void* const*);
+template <typename Seq>
+struct Call;
+template <size_t... I>
+struct Call<std::index_sequence<I...>> {
+  static void Run(void* fn, void* const* a) { reinterpret_cast<void (*)(VoidPtr<I>...)>(fn)(a[I]...); }
+};
+template <size_t... N>
+constexpr std::array<Caller, sizeof...(N)> MakeCallers(std::index_sequence<N...>) {
+  return {&Call<std::make_index_sequence<N>>::Run...};
+}
+
+}  // namespace
+
+void* ExternEntry(int tensors) {
+  static const auto table = MakeExternTable(std::make_index_sequence<kMaxExternOperands>{});
+  if (tensors < 1 || tensors > kMaxExternOperands) {
+    return nullptr;
+  }
+  return table[tensors - 1];
+}
+
+absl::Status RunCompiledUnit(const CompiledUnit& unit, const std::vector<OpRecord>& ops, int64_t* failed_op) {
+  static constexpr auto kCallers = MakeCallers(std::make_index_sequence<kMaxCompiledArgs + 1>{});
+  const CompiledCode& code = *unit.code;
+  const size_t nargs = 1 + unit.inputs.size() + unit.outputs.size();
+  if (static_cast<int>(unit.inputs.size()) != code.num_inputs ||
+      static_cast<int>(unit.outputs.size()) != code.num_outputs || nargs > kMaxCompiledArgs + 0u) {
+    return absl::InternalError(absl::StrCat("compiled group called with ", unit.inputs.size(), " inputs and ",
+                                            unit.outputs.size(), " outputs; it takes ", code.num_inputs, " and ",
+                                            code.num_outputs));
+  }
+  try {
+    c10::impl::ExcludeDispatchKeyGuard no_autograd(c10::autograd_dispatch_keyset_with_ADInplaceOrView);
+    ExternContext ctx;
+    ctx.ops = &ops;
+    std::vector<std::vector<int64_t>> descs;
+    descs.reserve(nargs);
+    std::vector<at::Tensor> scratch(unit.outputs.size());
+    std::vector<void*> argv;
+    argv.reserve(nargs);
+    argv.push_back(reinterpret_cast<void*>(&ctx));
+    for (const at::Tensor& t : unit.inputs) {
+      descs.push_back(Describe(t, /*device=*/true));
+      argv.push_back(descs.back().data());
+    }
+    for (size_t i = 0; i < unit.outputs.size(); ++i) {
+      const OutputBuffer& out = unit.outputs[i];
+      if (out.staged) {
+        scratch[i] = at::empty(out.tensor.sizes(), at::TensorOptions().dtype(out.tensor.scalar_type()));
+        descs.push_back(Describe(scratch[i], /*device=*/false));
+      } else {
+        descs.push_back(Describe(out.tensor, /*device=*/true));
+      }
+      argv.push_back(descs.back().data());
+    }
+    kCallers[nargs](code.entry, argv.data());
+    if (!ctx.status.ok()) {
+      *failed_op = ctx.failed_op;
+      return ctx.status;
+    }
+    for (size_t i = 0; i < unit.outputs.size(); ++i) {
+      if (unit.outputs[i].staged) {
+        HostAlias(unit.outputs[i].tensor).copy_(scratch[i]);
+      }
+    }
+  } catch (...) {
+    return StatusFromCurrentException();
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace trn::runtime

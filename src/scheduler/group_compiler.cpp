@@ -1,0 +1,69 @@
+#include "scheduler/group_compiler.h"
+
+#include <chrono>
+#include <fstream>
+#include <mutex>
+
+#include "absl/strings/str_cat.h"
+#include "mlir_lowering/host_jit.h"
+
+namespace trn::scheduler {
+namespace {
+
+void RegisterExternsOnce() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    for (int n = 1; n <= runtime::kMaxExternOperands; ++n) {
+      mlir_lowering::RegisterRuntimeSymbolPrefix(absl::StrCat("_mlir_ciface_trn_ext", n, "_"),
+                                                 runtime::ExternEntry(n));
+    }
+  });
+}
+
+}  // namespace
+
+GroupCompiler::GroupCompiler(CompilerOptions options, runtime::Stats* stats)
+    : options_(std::move(options)), stats_(stats) {
+  RegisterExternsOnce();
+}
+
+runtime::CodeCache::Entry GroupCompiler::GetOrCompile(const GroupKey& key, const mlir_lowering::LoweredGroup& lowered) {
+  bool hit = false;
+  runtime::CodeCache::Entry entry =
+      cache_.GetOrCompile(key.material, [&] { return Compile(key, lowered); }, &hit);
+  if (hit) {
+    stats_->CountCompileCacheHit();
+  }
+  return entry;
+}
+
+runtime::CodeCache::Entry GroupCompiler::Compile(const GroupKey& key, const mlir_lowering::LoweredGroup& lowered) {
+  if (!options_.dump_mlir_dir.empty()) {
+    std::ofstream(absl::StrCat(options_.dump_mlir_dir, "/", key.Hex(), ".mlir")) << lowered.mlir;
+  }
+  if (1 + lowered.inputs.size() + lowered.outputs.size() > static_cast<size_t>(runtime::kMaxCompiledArgs)) {
+    return absl::ResourceExhaustedError("more buffers than a compiled entry point takes");
+  }
+  const auto start = std::chrono::steady_clock::now();
+  absl::StatusOr<mlir_lowering::ObjectCode> object =
+      mlir_lowering::CompileToObject(lowered.mlir, lowered.func, options_.opt_level);
+  if (!object.ok()) {
+    stats_->CountCompileFailure(std::string(object.status().message().substr(0, 200)));
+    return object.status();
+  }
+  absl::StatusOr<std::unique_ptr<mlir_lowering::LoadedObject>> loaded = mlir_lowering::LoadObject(*object);
+  if (!loaded.ok()) {
+    stats_->CountCompileFailure(std::string(loaded.status().message().substr(0, 200)));
+    return loaded.status();
+  }
+  stats_->CountCompile(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
+  auto code = std::make_shared<runtime::CompiledCode>();
+  code->entry = (*loaded)->entry();
+  code->keep_alive = std::shared_ptr<const mlir_lowering::LoadedObject>(std::move(*loaded));
+  code->num_inputs = static_cast<int>(lowered.inputs.size());
+  code->num_outputs = static_cast<int>(lowered.outputs.size());
+  code->opt_level = options_.opt_level;
+  return std::shared_ptr<const runtime::CompiledCode>(std::move(code));
+}
+
+}  // namespace trn::scheduler

@@ -1,0 +1,43 @@
+// GroupCompiler: LoweredGroup -> runtime::CompiledCode, through the in-memory code cache.
+// Compiles the group's MLIR with mlir_lowering::CompileToObject at the configured LLVM level,
+// loads the object, and wires the runtime's extern entry points into the loader (once).
+//
+// Thread-safety: GetOrCompile may be called from any thread (the cache dedups concurrent
+// compiles of one key).
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "mlir_lowering/group_lowering.h"
+#include "runtime/code_cache.h"
+#include "runtime/compiled_run.h"
+#include "runtime/stats.h"
+#include "scheduler/group_key.h"
+
+namespace trn::scheduler {
+
+struct CompilerOptions {
+  int opt_level = 3;
+  std::string dump_mlir_dir;  // empty: no dump
+};
+
+class GroupCompiler {
+ public:
+  GroupCompiler(CompilerOptions options, runtime::Stats* stats);
+
+  // The code for `key`, compiled from `lowered` on a miss. Errors are compile failures (the
+  // caller runs the group op by op); they are cached like successes.
+  runtime::CodeCache::Entry GetOrCompile(const GroupKey& key, const mlir_lowering::LoweredGroup& lowered);
+  runtime::CodeCache& cache() { return cache_; }
+
+ private:
+  runtime::CodeCache::Entry Compile(const GroupKey& key, const mlir_lowering::LoweredGroup& lowered);
+
+  const CompilerOptions options_;
+  runtime::Stats* const stats_;
+  runtime::CodeCache cache_;
+};
+
+}  // namespace trn::scheduler
