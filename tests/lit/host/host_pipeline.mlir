@@ -5,10 +5,24 @@
 #map = affine_map<(d0) -> (d0)>
 // CHECK-NOT: linalg.
 // CHECK-NOT: tensor.
+// Bufferization uses fully dynamic layouts at the function boundary (the caller's buffers are
+// views), so inside the loop each access reads its buffer's offset ([2]) and stride ([4, 0])
+// from the memref descriptor; the result is stored into the third (out) argument.
 // CHECK-LABEL: llvm.func @add_relu(
+// CHECK: llvm.cond_br
+// CHECK: llvm.extractvalue %{{.*}}[2]
+// CHECK: llvm.extractvalue %{{.*}}[4, 0]
+// CHECK: llvm.load
+// CHECK: llvm.extractvalue %{{.*}}[2]
+// CHECK: llvm.extractvalue %{{.*}}[4, 0]
+// CHECK: llvm.load
 // CHECK: llvm.fadd
 // CHECK: llvm.intr.maxnum
+// CHECK: llvm.extractvalue %{{.*}}[2]
+// CHECK: llvm.extractvalue %{{.*}}[4, 0]
+// CHECK: llvm.store
 // CHECK-NOT: llvm.fadd
+// CHECK-NOT: llvm.call
 // CHECK: llvm.return
 // CHECK-LABEL: llvm.func @_mlir_ciface_add_relu(
 // CHECK-SAME: !llvm.ptr<struct<(ptr<f32>, ptr<f32>, i64, array<1 x i64>, array<1 x i64>)>>

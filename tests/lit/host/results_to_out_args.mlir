@@ -69,3 +69,35 @@ func.func @passthrough(%a: tensor<4xf32>) -> tensor<4xf32> {
 func.func private @helper(%a: tensor<4xf32>) -> tensor<4xf32> {
   return %a : tensor<4xf32>
 }
+
+// -----
+
+// Attributes of a result (trn.strides: the layout of the caller's output buffer) move to its new
+// out argument, next to bufferization.writable = true; an input's trn.strides stays as it is.
+// A second result without attributes gets an out argument with only the writable marker.
+#map = affine_map<(d0, d1) -> (d0, d1)>
+// CHECK-LABEL: func.func @strided(
+// CHECK-SAME: %{{[a-z0-9]+}}: i64 {bufferization.writable = false}
+// CHECK-SAME: %[[A:[a-z0-9]+]]: tensor<4x8xf32> {bufferization.writable = false, trn.strides = array<i64: 1, 4>}
+// CHECK-SAME: %[[OUT0:[a-z0-9]+]]: tensor<4x8xf32> {bufferization.writable = true, trn.strides = array<i64: 8, 1>}
+// CHECK-SAME: %[[OUT1:[a-z0-9]+]]: tensor<4x8xf32> {bufferization.writable = true})
+// CHECK-NOT: tensor.empty
+// CHECK: %[[R:.*]] = linalg.generic
+// CHECK-SAME: ins(%[[A]] :
+// CHECK-SAME: outs(%[[OUT0]] :
+// CHECK: arith.negf
+// CHECK: %[[C:.*]] = linalg.generic
+// CHECK-SAME: ins(%[[A]] :
+// CHECK-SAME: outs(%[[OUT1]] :
+// CHECK: return %[[R]], %[[C]]
+func.func @strided(%ctx: i64, %a: tensor<4x8xf32> {trn.strides = array<i64: 1, 4>})
+    -> (tensor<4x8xf32> {trn.strides = array<i64: 8, 1>}, tensor<4x8xf32>) {
+  %e = tensor.empty() : tensor<4x8xf32>
+  %r = linalg.generic {indexing_maps = [#map, #map], iterator_types = ["parallel", "parallel"]}
+      ins(%a : tensor<4x8xf32>) outs(%e : tensor<4x8xf32>) {
+  ^bb0(%x: f32, %o: f32):
+    %s = arith.negf %x : f32
+    linalg.yield %s : f32
+  } -> tensor<4x8xf32>
+  return %r, %a : tensor<4x8xf32>, tensor<4x8xf32>
+}

@@ -1,0 +1,107 @@
+// RUN: torch-trn-opt %s -split-input-file -verify-diagnostics -trn-extern-calls | FileCheck %s
+
+// An extern placeholder as the group lowering emits it, after bufferization: scalars (%ctx and
+// the op index) first, then the inputs, then the output. It becomes a call of its
+// library_call, memrefs cast to fully dynamic strided layouts (an operand that already has that
+// type is passed as it is), and a private declaration with a C interface is added.
+// CHECK-LABEL: func.func private @trn_ext3_0(
+// CHECK-SAME: i64, i64, memref<4x8xf32, strided<[?, ?], offset: ?>>, memref<8x4xf32, strided<[?, ?], offset: ?>>, memref<4x4xf32, strided<[?, ?], offset: ?>>)
+// CHECK-SAME: attributes {llvm.emit_c_interface}
+// CHECK-LABEL: func.func @mm(
+// CHECK-SAME: %[[CTX:[a-z0-9]+]]: i64, %[[A:[a-z0-9]+]]: memref<4x8xf32, strided<[?, ?], offset: ?>>, %[[B:[a-z0-9]+]]: memref<8x4xf32>, %[[OUT:[a-z0-9]+]]: memref<4x4xf32, strided<[4, 1], offset: ?>>)
+// CHECK: %[[IDX:.*]] = arith.constant 3 : i64
+// CHECK-DAG: %[[CB:.*]] = memref.cast %[[B]] : memref<8x4xf32> to memref<8x4xf32, strided<[?, ?], offset: ?>>
+// CHECK-DAG: %[[CO:.*]] = memref.cast %[[OUT]] : memref<4x4xf32, strided<[4, 1], offset: ?>> to memref<4x4xf32, strided<[?, ?], offset: ?>>
+// CHECK-NOT: linalg.generic
+// CHECK: call @trn_ext3_0(%[[CTX]], %[[IDX]], %[[A]], %[[CB]], %[[CO]])
+// CHECK-NOT: linalg.generic
+// CHECK: return
+func.func @mm(%ctx: i64, %a: memref<4x8xf32, strided<[?, ?], offset: ?>>, %b: memref<8x4xf32>,
+              %out: memref<4x4xf32, strided<[4, 1], offset: ?>>) {
+  %c3 = arith.constant 3 : i64
+  linalg.generic {indexing_maps = [affine_map<() -> ()>, affine_map<() -> ()>, affine_map<() -> (0, 0)>,
+                                   affine_map<() -> (0, 0)>, affine_map<() -> (0, 0)>],
+                  iterator_types = [], library_call = "trn_ext3_0"}
+      ins(%ctx, %c3, %a, %b : i64, i64, memref<4x8xf32, strided<[?, ?], offset: ?>>, memref<8x4xf32>)
+      outs(%out : memref<4x4xf32, strided<[4, 1], offset: ?>>) {
+  ^bb0(%x0: i64, %x1: i64, %x2: f32, %x3: f32, %o: f32):
+    linalg.yield %o : f32
+  }
+  return
+}
+
+// -----
+
+// Two call sites of the same extern with the same signature share one declaration; a
+// different extern gets its own; a generic whose library_call is not "trn_ext..." is left alone.
+// CHECK-DAG: func.func private @trn_ext1_0(i64, memref<4xf32, strided<[?], offset: ?>>) attributes {llvm.emit_c_interface}
+// CHECK-DAG: func.func private @trn_ext1_1(i64, memref<2xf32, strided<[?], offset: ?>>) attributes {llvm.emit_c_interface}
+// CHECK-NOT: func.func private
+// CHECK-LABEL: func.func @reuse(
+// CHECK: call @trn_ext1_0(
+// CHECK: call @trn_ext1_0(
+// CHECK: call @trn_ext1_1(
+// CHECK: linalg.generic
+// CHECK-SAME: library_call = "other_fn"
+// CHECK: return
+func.func @reuse(%ctx: i64, %a: memref<4xf32>, %b: memref<4xf32>, %c: memref<2xf32>) {
+  linalg.generic {indexing_maps = [affine_map<() -> ()>, affine_map<() -> (0)>], iterator_types = [],
+                  library_call = "trn_ext1_0"}
+      ins(%ctx : i64) outs(%a : memref<4xf32>) {
+  ^bb0(%x0: i64, %o: f32):
+    linalg.yield %o : f32
+  }
+  linalg.generic {indexing_maps = [affine_map<() -> ()>, affine_map<() -> (0)>], iterator_types = [],
+                  library_call = "trn_ext1_0"}
+      ins(%ctx : i64) outs(%b : memref<4xf32>) {
+  ^bb0(%x0: i64, %o: f32):
+    linalg.yield %o : f32
+  }
+  linalg.generic {indexing_maps = [affine_map<() -> ()>, affine_map<() -> (0)>], iterator_types = [],
+                  library_call = "trn_ext1_1"}
+      ins(%ctx : i64) outs(%c : memref<2xf32>) {
+  ^bb0(%x0: i64, %o: f32):
+    linalg.yield %o : f32
+  }
+  linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>], iterator_types = ["parallel"],
+                  library_call = "other_fn"}
+      outs(%c : memref<2xf32>) {
+  ^bb0(%o: f32):
+    linalg.yield %o : f32
+  }
+  return
+}
+
+// -----
+
+// A second call site of the same name with another signature is an error.
+func.func @two_signatures(%ctx: i64, %a: memref<4xf32>, %b: memref<8xf32>) {
+  linalg.generic {indexing_maps = [affine_map<() -> ()>, affine_map<() -> (0)>], iterator_types = [],
+                  library_call = "trn_ext1_0"}
+      ins(%ctx : i64) outs(%a : memref<4xf32>) {
+  ^bb0(%x0: i64, %o: f32):
+    linalg.yield %o : f32
+  }
+  // expected-error @+1 {{extern trn_ext1_0 called with two different signatures}}
+  linalg.generic {indexing_maps = [affine_map<() -> ()>, affine_map<() -> (0)>], iterator_types = [],
+                  library_call = "trn_ext1_0"}
+      ins(%ctx : i64) outs(%b : memref<8xf32>) {
+  ^bb0(%x0: i64, %o: f32):
+    linalg.yield %o : f32
+  }
+  return
+}
+
+// -----
+
+// Before bufferization (tensor results) the pass refuses to run.
+func.func @on_tensors(%ctx: i64, %a: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{extern call "trn_ext1_0" still has tensor results: run after bufferization}}
+  %r = linalg.generic {indexing_maps = [affine_map<() -> ()>, affine_map<() -> (0)>], iterator_types = [],
+                       library_call = "trn_ext1_0"}
+      ins(%ctx : i64) outs(%a : tensor<4xf32>) {
+  ^bb0(%x0: i64, %o: f32):
+    linalg.yield %o : f32
+  } -> tensor<4xf32>
+  return %r : tensor<4xf32>
+}
