@@ -209,6 +209,8 @@ PYBIND11_MODULE(_C, m) {
   m.def("default_generator", [] {
     return py::reinterpret_steal<py::object>(THPGenerator_Wrap(trn::trace::DeviceGenerator()));
   }, "The device's default torch.Generator (random ops on the device draw from it in stream order).");
+  m.def("compiled_keys", [] { return StateOrRaise().stream.compiler().CompiledKeys(); },
+        "Hex keys of the groups compiled in this process, in compile order.");
   m.def("lowered_ops", [] { return trn::mlir_lowering::LoweringRegistry::Global().Names(); },
         "ATen ops with a lowering (schema names; overloads and in-place forms count once).");
   m.def("mlir_selftest", &MlirSelfTest, "JIT-compiles and runs a small MLIR function in this process.");

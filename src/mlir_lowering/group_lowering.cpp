@@ -1,8 +1,11 @@
 #include "mlir_lowering/group_lowering.h"
 
+#include <ATen/ops/empty.h>
 #include <c10/util/intrusive_ptr.h>
 
 #include <algorithm>
+#include <cmath>
+#include <cstdlib>
 #include <numeric>
 
 #include "absl/strings/str_cat.h"
@@ -43,13 +46,15 @@ std::string LoopDims(int64_t rank) {
   return absl::StrCat("(", absl::StrJoin(d, ", "), ")");
 }
 
-// The affine expression of one base dimension of `v` inside a loop nest of `loop_rank` dims,
-// with v's dims aligned to the innermost loops (broadcasting); size-1 view dims index 0.
-std::string Expr(const AffineTerm& t, const View& v, int64_t loop_rank) {
+// The affine expression of one base dimension of `v` inside the loop nest `loops`, with v's
+// dims aligned to the innermost loops (broadcasting): a size-1 view dim under a longer loop
+// indexes 0. (Under a size-1 loop it keeps its loop dim, so every loop dim stays bound.)
+std::string Expr(const AffineTerm& t, const View& v, const std::vector<int64_t>& loops) {
   std::vector<std::string> parts;
+  const int64_t loop_rank = static_cast<int64_t>(loops.size());
   const int64_t shift = loop_rank - v.rank();
   for (const auto& [k, c] : t.coeffs) {
-    if (v.sizes[k] == 1 || c == 0) {
+    if ((v.sizes[k] == 1 && loops[k + shift] != 1) || c == 0) {
       continue;
     }
     parts.push_back(c == 1 ? absl::StrCat("d", k + shift) : absl::StrCat("d", k + shift, " * ", c));
@@ -60,12 +65,13 @@ std::string Expr(const AffineTerm& t, const View& v, int64_t loop_rank) {
   return absl::StrJoin(parts, " + ");
 }
 
-std::string MapOf(const View& v, int64_t loop_rank) {
+std::string MapOf(const View& v, const std::vector<int64_t>& loops) {
   std::vector<std::string> exprs;
   for (const AffineTerm& t : v.map) {
-    exprs.push_back(Expr(t, v, loop_rank));
+    exprs.push_back(Expr(t, v, loops));
   }
-  return absl::StrCat("affine_map<", LoopDims(loop_rank), " -> (", absl::StrJoin(exprs, ", "), ")>");
+  return absl::StrCat("affine_map<", LoopDims(static_cast<int64_t>(loops.size())), " -> (",
+                      absl::StrJoin(exprs, ", "), ")>");
 }
 
 std::string IteratorTypes(int64_t rank, const std::vector<int64_t>& reduced) {
@@ -302,6 +308,11 @@ absl::StatusOr<c10::IValue> GroupLowering::Arg(absl::string_view name) const {
   return current().args[*index];
 }
 
+int64_t GroupLowering::ArgIndex(absl::string_view name) const {
+  auto index = current().op.schema().argumentIndexWithName(std::string_view(name.data(), name.size()));
+  return index.has_value() ? *index : -1;
+}
+
 at::Tensor GroupLowering::Destination(size_t ret) const {
   const runtime::OpRecord& r = current();
   const int j = runtime::AliasedArg(r.op.schema(), ret);
@@ -345,6 +356,9 @@ absl::StatusOr<View> GroupLowering::Read(const at::Tensor& t) {
       return View::Whole(in.ssa, geo.sizes, geo.dtype);
     }
   }
+  if (static_cast<int64_t>(input_tensors_.size()) >= kMaxInputs) {
+    return CutHere("the group has as many inputs as an entry point takes");
+  }
   std::string ssa = names_.Next("in");
   b.inputs.push_back(Input{geo, ssa});
   input_tensors_.push_back(t);
@@ -353,7 +367,9 @@ absl::StatusOr<View> GroupLowering::Read(const at::Tensor& t) {
   return View::Whole(ssa, geo.sizes, geo.dtype);
 }
 
-absl::StatusOr<Operand> GroupLowering::ReadOperand(const c10::IValue& v) {
+absl::StatusOr<Operand> GroupLowering::ReadOperand(const c10::IValue& v, int64_t arg_index) {
+  std::optional<c10::Scalar> scalar;
+  c10::ScalarType type = c10::kDouble;
   if (v.isTensor()) {
     const at::Tensor& t = v.toTensor();
     if (runtime::IsDeviceTensor(t)) {
@@ -363,20 +379,38 @@ absl::StatusOr<Operand> GroupLowering::ReadOperand(const c10::IValue& v) {
       }
       return Operand::Of(std::move(*view));
     }
-    if (t.dim() == 0 && Supported(t.scalar_type())) {
-      return Operand::Const(t.item(), t.scalar_type());
+    if (t.dim() != 0 || !Supported(t.scalar_type())) {
+      return absl::UnimplementedError("a host tensor operand with dimensions");
     }
-    return absl::UnimplementedError("a host tensor operand with dimensions");
-  }
-  if (v.isScalar()) {
-    c10::Scalar s = v.toScalar();
-    c10::ScalarType t = s.isFloatingPoint() ? c10::kDouble : (s.isBoolean() ? c10::kBool : c10::kLong);
-    if (s.isComplex()) {
+    scalar = t.item();
+    type = t.scalar_type();
+  } else if (v.isScalar()) {
+    scalar = v.toScalar();
+    if (scalar->isComplex()) {
       return absl::UnimplementedError("a complex scalar");
     }
-    return Operand::Const(s, t);
+    type = scalar->isFloatingPoint() ? c10::kDouble : (scalar->isBoolean() ? c10::kBool : c10::kLong);
+  } else {
+    return absl::UnimplementedError("an operand that is neither a tensor nor a scalar");
   }
-  return absl::UnimplementedError("an operand that is neither a tensor nor a scalar");
+  // Integers travel as f64 too (exact below 2^53; the body converts to the compute dtype).
+  const bool exact_in_f64 = c10::isFloatingType(type) ||
+                            (c10::isIntegralType(type, /*includeBool=*/false) &&
+                             std::abs(scalar->toLong()) < (int64_t{1} << 53));
+  if (arg_index < 0 || !exact_in_f64) {
+    return Operand::Const(*scalar, type);
+  }
+  // A runtime scalar. Type promotion already happened (it reads the op's arguments); the body
+  // only needs the value, read once at function entry.
+  const int64_t k = static_cast<int64_t>(params_.size());
+  params_.push_back(scalar->toDouble());
+  param_args_.emplace_back(current_index(), arg_index);
+  const std::string index = names_.Next("pi");
+  const std::string ssa = names_.Next("param");
+  absl::StrAppend(&params_body_, "    ", index, " = arith.constant ", k, " : index\n    ", ssa,
+                  " = tensor.extract %params[", index, "] : tensor<?xf64>\n");
+  Operand o = Operand::Param(ssa);
+  return o;
 }
 
 absl::Status GroupLowering::Write(const at::Tensor& dst, const View& value_in) {
@@ -405,6 +439,9 @@ absl::Status GroupLowering::Write(const at::Tensor& dst, const View& value_in) {
       return CutHere("writes a view overlapping another view the group wrote");
     }
   }
+  if (++writes_ > kMaxWrites) {
+    return CutHere("the group writes as many views as an entry point can return");
+  }
   b.writes.push_back(Write_{geo, std::move(value), dst});
   return absl::OkStatus();
 }
@@ -429,7 +466,7 @@ View GroupLowering::Pointwise(const std::vector<Operand>& ins, const std::vector
       const View& v = *in.view;
       in_ssa.push_back(v.base);
       in_types.push_back(TensorType(v.base_shape, v.dtype));
-      maps.push_back(MapOf(v, rank));
+      maps.push_back(MapOf(v, shape));
       std::string arg = names_.Next("x");
       block_args.push_back(absl::StrCat(arg, ": ", *ElementType(v.dtype)));
       elems.push_back(Scalar{arg, v.dtype});
@@ -440,12 +477,13 @@ View GroupLowering::Pointwise(const std::vector<Operand>& ins, const std::vector
   const std::string out_arg = names_.Next("o");
   block_args.push_back(absl::StrCat(out_arg, ": ", *ElementType(out_dtype)));
   for (size_t i = 0; i < ins.size(); ++i) {
-    if (!ins[i].view.has_value()) {
-      elems[i] = b.Constant(ins[i].constant, ins[i].dtype);
+    if (ins[i].view.has_value()) {
+      continue;
     }
+    elems[i] = ins[i].param.empty() ? b.Constant(ins[i].constant, ins[i].dtype) : Scalar{ins[i].param, c10::kDouble};
   }
   Scalar r = b.Cast(body(b, elems), out_dtype);
-  maps.push_back(MapOf(View::Whole("", shape, out_dtype), rank));
+  maps.push_back(MapOf(View::Whole("", shape, out_dtype), shape));
   const std::string result = names_.Next("p");
   std::string text = absl::StrCat("    ", empty, " = tensor.empty() : ", out_type, "\n");
   absl::StrAppend(&text, "    ", result, " = linalg.generic {indexing_maps = [", absl::StrJoin(maps, ", "),
@@ -487,7 +525,7 @@ View GroupLowering::Reduce(const View& in, const std::vector<int64_t>& dims, boo
   const std::string x = names_.Next("x"), a = names_.Next("a");
   Scalar r = b.Cast(combine(b, Scalar{a, acc}, Scalar{x, in.dtype}), acc);
   const std::string result = names_.Next("r");
-  absl::StrAppend(&text, "    ", result, " = linalg.generic {indexing_maps = [", MapOf(in, rank), ", ", out_map,
+  absl::StrAppend(&text, "    ", result, " = linalg.generic {indexing_maps = [", MapOf(in, in.sizes), ", ", out_map,
                   "], iterator_types = ", IteratorTypes(rank, dims), "} ins(", in.base, " : ",
                   TensorType(in.base_shape, in.dtype), ") outs(", filled, " : ", out_type, ") {\n    ^bb0(", x, ": ",
                   *ElementType(in.dtype), ", ", a, ": ", *ElementType(acc), "):\n", region, "    linalg.yield ", r.ssa,
@@ -650,6 +688,12 @@ absl::StatusOr<LoweredGroup> GroupLowering::Finish() {
     }
   }
   std::vector<std::string> params = {"%ctx: i64"};
+  if (!params_.empty()) {
+    params.push_back("%params: tensor<?xf64>");
+    g.params = at::empty({static_cast<int64_t>(params_.size())}, at::TensorOptions().dtype(at::kDouble));
+    std::copy(params_.begin(), params_.end(), g.params.data_ptr<double>());
+    g.param_args = param_args_;
+  }
   for (size_t i = 0; i < input_tensors_.size(); ++i) {
     // Input SSA names are the function's parameter names.
     const TensorGeometry& geo = input_geos_[i];
@@ -660,7 +704,7 @@ absl::StatusOr<LoweredGroup> GroupLowering::Finish() {
     plain_types.push_back(t.substr(0, t.find(' ')));
   }
   g.mlir = absl::StrCat("func.func @", g.func, "(", absl::StrJoin(params, ", "), ") -> (",
-                        absl::StrJoin(result_types, ", "), ") {\n", body_);
+                        absl::StrJoin(result_types, ", "), ") {\n", params_body_, body_);
   if (results.empty()) {
     absl::StrAppend(&g.mlir, "    return\n}\n");
   } else {

@@ -78,16 +78,24 @@ struct View {
   int64_t rank() const { return static_cast<int64_t>(sizes.size()); }
 };
 
-// An input of a pointwise op: a tensor view or a constant.
+// An input of a pointwise op: a tensor view, a constant, or a runtime scalar (an f64 SSA value
+// loaded from the group's parameter buffer: see GroupLowering::ReadOperand).
 struct Operand {
   std::optional<View> view;
   c10::Scalar constant;
   c10::ScalarType dtype = c10::kFloat;
+  std::string param;  // SSA of a runtime scalar (dtype kDouble), or empty
 
   static Operand Of(View v) {
     Operand o;
     o.dtype = v.dtype;
     o.view = std::move(v);
+    return o;
+  }
+  static Operand Param(std::string ssa) {
+    Operand o;
+    o.dtype = c10::kDouble;
+    o.param = std::move(ssa);
     return o;
   }
   static Operand Const(c10::Scalar s, c10::ScalarType t) {
@@ -115,7 +123,11 @@ struct GroupOutput {
 struct LoweredGroup {
   std::string mlir;
   std::string func = "group";
-  std::vector<at::Tensor> inputs;  // device views, in argument order (after %ctx)
+  // Runtime scalars (f64, 1-D, on the host), the first argument after %ctx when defined.
+  at::Tensor params;
+  // (op index, argument index) of each runtime scalar: the key records their type, not value.
+  std::vector<std::pair<int64_t, int64_t>> param_args;
+  std::vector<at::Tensor> inputs;  // device views, in argument order (after %ctx and params)
   std::vector<GroupOutput> outputs;
   int64_t externs = 0;             // runtime calls in the group
   int64_t bytes_written = 0;       // bytes the compiled code stores into device buffers
@@ -124,6 +136,10 @@ struct LoweredGroup {
 
 class GroupLowering {
  public:
+  // Bounds that keep an entry point within runtime::kMaxCompiledArgs (ctx + params + buffers).
+  static constexpr int64_t kMaxInputs = 62;
+  static constexpr int64_t kMaxWrites = 32;
+
   GroupLowering() = default;
   GroupLowering(const GroupLowering&) = delete;
   GroupLowering& operator=(const GroupLowering&) = delete;
@@ -143,12 +159,19 @@ class GroupLowering {
   int64_t current_index() const { return size() - 1; }
   // The current op's argument by schema name (throws nothing: kUnimplemented if absent).
   absl::StatusOr<c10::IValue> Arg(absl::string_view name) const;
+  // Index of the current op's argument `name`, or -1.
+  int64_t ArgIndex(absl::string_view name) const;
   // The device tensor receiving return `ret`: the written argument (in-place, out=) or the
   // fresh output. Undefined for a masked-out optional output.
   at::Tensor Destination(size_t ret) const;
   absl::StatusOr<View> Read(const at::Tensor& t);
   // A device tensor -> view; a 0-dim host tensor or a Scalar -> constant; else kUnimplemented.
-  absl::StatusOr<Operand> ReadOperand(const c10::IValue& v);
+  // With `arg_index` (the current op's argument it came from), a float or integer scalar (not a
+  // bool; integers below 2^53) becomes a *runtime* scalar instead: its value is passed at each run, so a value that changes every
+  // step (Adam's bias corrections, a learning-rate schedule) does not change the group key.
+  // Lowerings that decide code by a scalar's value read it with ScalarArg (op_helpers.h),
+  // which keeps it a compile-time constant (and in the key).
+  absl::StatusOr<Operand> ReadOperand(const c10::IValue& v, int64_t arg_index = -1);
   // `value` becomes the content of `dst` (cast to dst's dtype if needed).
   absl::Status Write(const at::Tensor& dst, const View& value);
   // Writes return `ret` of the current op.
@@ -200,7 +223,11 @@ class GroupLowering {
   std::vector<at::Tensor> input_tensors_;
   std::vector<TensorGeometry> input_geos_;
   std::vector<std::string> input_ssa_;
+  std::vector<double> params_;
+  std::vector<std::pair<int64_t, int64_t>> param_args_;
+  std::string params_body_;  // extracts of the runtime scalars (function entry)
   int64_t externs_ = 0;
+  int64_t writes_ = 0;
 };
 
 }  // namespace trn::mlir_lowering

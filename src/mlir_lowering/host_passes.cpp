@@ -8,6 +8,7 @@
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/Math/Transforms/Passes.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/IR/Builders.h"
@@ -331,7 +332,7 @@ struct MathApproximationPass
     return "Polynomial approximations of f32 math ops (vectorisable, no libm calls)";
   }
   void getDependentDialects(mlir::DialectRegistry& registry) const override {
-    registry.insert<mlir::math::MathDialect, mlir::arith::ArithDialect>();
+    registry.insert<mlir::math::MathDialect, mlir::arith::ArithDialect, mlir::vector::VectorDialect>();
   }
 
   void runOnOperation() override {

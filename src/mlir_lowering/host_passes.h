@@ -16,7 +16,8 @@ namespace trn::mlir_lowering {
 //  - `trn.strides` (array<i64>) on a public function's tensor argument or result: the element
 //    strides of the buffer the caller passes for it. The buffer's offset stays dynamic.
 //  - `library_call = "trn_ext<N>_<k>"` on a linalg.generic: an extern call into the runtime
-//    (see createExternCallsPass); N is the number of operands.
+//    (see createExternCallsPass); N is the number of tensor operands (inputs and outputs; the
+//    two leading i64 scalars, ctx and op index, are not counted), k numbers call sites.
 inline constexpr const char kStridesAttr[] = "trn.strides";
 inline constexpr const char kExternPrefix[] = "trn_ext";
 

@@ -54,7 +54,7 @@ std::string TensorType(const std::vector<int64_t>& shape, c10::ScalarType dtype)
 std::string ConstantLiteral(const c10::Scalar& value, c10::ScalarType dtype) {
   switch (KindOf(dtype)) {
     case Kind::kBool:
-      return value.toBool() ? "true" : "false";
+      return value.toBool() ? "1" : "0";  // "arith.constant 1 : i1" (true/false take no type)
     case Kind::kFloat:
       if (dtype == c10::kFloat) {
         float f = value.toFloat();

@@ -140,6 +140,10 @@ void Executor::Loop() {
       }
       unit.emplace(std::move(queue_.front()));
       queue_.pop_front();
+      // running_ is set in the same critical section as the pop: Wait() must never see an
+      // empty queue and nothing running while a unit is in hand.
+      const OpRecord& first = unit->ops.front();
+      running_ = ExecutedOp{OpName(first.op), first.source, first.seq, false};
       poisoned = !first_error_.ok();
     }
     RunUnit(*unit, poisoned);
@@ -151,8 +155,6 @@ void Executor::RunUnit(ExecUnit& unit, bool poisoned) {
   if (unit.compiled.has_value() && !poisoned) {
     {
       absl::MutexLock lock(&mu_);
-      const OpRecord& first = unit.ops.front();
-      running_ = ExecutedOp{OpName(first.op), first.source, first.seq, false};
       queued_ops_ -= n;
     }
     int64_t failed = -1;

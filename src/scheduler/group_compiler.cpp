@@ -37,11 +37,20 @@ runtime::CodeCache::Entry GroupCompiler::GetOrCompile(const GroupKey& key, const
   return entry;
 }
 
+std::vector<std::string> GroupCompiler::CompiledKeys() const {
+  absl::MutexLock lock(&mu_);
+  return compiled_keys_;
+}
+
 runtime::CodeCache::Entry GroupCompiler::Compile(const GroupKey& key, const mlir_lowering::LoweredGroup& lowered) {
+  {
+    absl::MutexLock lock(&mu_);
+    compiled_keys_.push_back(key.Hex());
+  }
   if (!options_.dump_mlir_dir.empty()) {
     std::ofstream(absl::StrCat(options_.dump_mlir_dir, "/", key.Hex(), ".mlir")) << lowered.mlir;
   }
-  if (1 + lowered.inputs.size() + lowered.outputs.size() > static_cast<size_t>(runtime::kMaxCompiledArgs)) {
+  if (2 + lowered.inputs.size() + lowered.outputs.size() > static_cast<size_t>(runtime::kMaxCompiledArgs)) {
     return absl::ResourceExhaustedError("more buffers than a compiled entry point takes");
   }
   const auto start = std::chrono::steady_clock::now();
@@ -60,7 +69,7 @@ runtime::CodeCache::Entry GroupCompiler::Compile(const GroupKey& key, const mlir
   auto code = std::make_shared<runtime::CompiledCode>();
   code->entry = (*loaded)->entry();
   code->keep_alive = std::shared_ptr<const mlir_lowering::LoadedObject>(std::move(*loaded));
-  code->num_inputs = static_cast<int>(lowered.inputs.size());
+  code->num_inputs = static_cast<int>(lowered.inputs.size()) + (lowered.params.defined() ? 1 : 0);
   code->num_outputs = static_cast<int>(lowered.outputs.size());
   code->opt_level = options_.opt_level;
   return std::shared_ptr<const runtime::CompiledCode>(std::move(code));

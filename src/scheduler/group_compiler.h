@@ -8,6 +8,10 @@
 
 #include <memory>
 #include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 
 #include "absl/status/statusor.h"
 #include "mlir_lowering/group_lowering.h"
@@ -31,6 +35,8 @@ class GroupCompiler {
   // caller runs the group op by op); they are cached like successes.
   runtime::CodeCache::Entry GetOrCompile(const GroupKey& key, const mlir_lowering::LoweredGroup& lowered);
   runtime::CodeCache& cache() { return cache_; }
+  // Hex keys of every group compiled so far, in compile order (for tests and tools).
+  std::vector<std::string> CompiledKeys() const;
 
  private:
   runtime::CodeCache::Entry Compile(const GroupKey& key, const mlir_lowering::LoweredGroup& lowered);
@@ -38,6 +44,8 @@ class GroupCompiler {
   const CompilerOptions options_;
   runtime::Stats* const stats_;
   runtime::CodeCache cache_;
+  mutable absl::Mutex mu_;
+  std::vector<std::string> compiled_keys_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace trn::scheduler

@@ -112,13 +112,29 @@ class KeyWriter {
 std::string GroupKey::Hex() const { return absl::StrFormat("%016x", hash); }
 
 GroupKey MakeGroupKey(const std::vector<const runtime::OpRecord*>& ops, const std::vector<at::Tensor>& inputs,
-                      const std::vector<runtime::OutputBuffer>& outputs) {
+                      const std::vector<runtime::OutputBuffer>& outputs,
+                      const std::vector<std::pair<int64_t, int64_t>>& runtime_scalars) {
   KeyWriter w;
   w.Str(kSalt);
-  for (const runtime::OpRecord* op : ops) {
+  size_t next_scalar = 0;  // runtime_scalars are in (op, arg) order
+  for (size_t i = 0; i < ops.size(); ++i) {
+    const runtime::OpRecord* op = ops[i];
     w.Tag('O');
     w.Str(runtime::OpName(op->op));
-    for (const c10::IValue& a : op->args) w.Value(a);
+    for (size_t j = 0; j < op->args.size(); ++j) {
+      bool runtime_scalar = false;
+      for (size_t k = next_scalar; k < runtime_scalars.size(); ++k) {
+        if (runtime_scalars[k] == std::make_pair(static_cast<int64_t>(i), static_cast<int64_t>(j))) {
+          runtime_scalar = true;
+          break;
+        }
+      }
+      if (runtime_scalar) {
+        w.Tag('P');  // a runtime scalar: float, value passed at run time
+        continue;
+      }
+      w.Value(op->args[j]);
+    }
     w.Tag('>');
     for (const c10::IValue& o : op->outputs) w.Value(o);
   }

@@ -74,12 +74,16 @@ void Stream::Flush() {
       for (const runtime::OpRecord& r : p.ops) {
         ops.push_back(&r);
       }
-      GroupKey key = MakeGroupKey(ops, lowered.inputs, outputs);
+      GroupKey key = MakeGroupKey(ops, lowered.inputs, outputs, lowered.param_args);
       runtime::CodeCache::Entry code = compiler_.GetOrCompile(key, lowered);
       if (code.ok()) {
         stats_->CountTemporariesElided(lowered.temporaries);
-        unit.compiled = runtime::CompiledUnit{*code, std::move(lowered.inputs), std::move(outputs),
-                                              lowered.bytes_written};
+        std::vector<at::Tensor> inputs;
+        if (lowered.params.defined()) {
+          inputs.push_back(lowered.params);  // the runtime scalars come first
+        }
+        inputs.insert(inputs.end(), lowered.inputs.begin(), lowered.inputs.end());
+        unit.compiled = runtime::CompiledUnit{*code, std::move(inputs), std::move(outputs), lowered.bytes_written};
       }
     }
     unit.ops = std::move(p.ops);

@@ -104,3 +104,33 @@ TEST_CASE("kernel warnings are re-raised on the waiting thread", "[executor]") {
   REQUIRE(recorder.messages.size() == 1);
   CHECK(recorder.messages[0].find("torch.cross without specifying the dim") != std::string::npos);
 }
+
+TEST_CASE("Wait never returns while a taken unit is still running", "[executor]") {
+  // Regression: the unit was popped in one critical section and marked running in the next, so
+  // a Wait() in between saw an idle executor and returned before the op ran (1 in ~500).
+  Stats stats;
+  Executor ex(ExecutorOptions{}, &stats);
+  at::Tensor acc = at::zeros({1});
+  int stale = 0;
+  for (int i = 1; i <= 3000; ++i) {
+    ex.Submit(AddInPlace(acc, at::ones({1})));
+    REQUIRE(ex.Wait().ok());
+    stale += acc[0].item<double>() != static_cast<double>(i);
+  }
+  CHECK(stale == 0);
+}
+
+TEST_CASE("a multi-op unit runs its ops in order, counted per op", "[executor]") {
+  Stats stats;
+  Executor ex(ExecutorOptions{}, &stats);
+  at::Tensor acc = at::zeros({2});
+  trn::runtime::ExecUnit unit;
+  for (int i = 0; i < 5; ++i) {
+    unit.ops.push_back(AddInPlace(acc, at::full({2}, static_cast<double>(i))));
+  }
+  ex.Submit(std::move(unit));
+  REQUIRE(ex.Wait().ok());
+  CHECK(acc[1].item<double>() == 10.0);
+  CHECK(stats.Snapshot().ops_executed == 5);
+  CHECK(ex.LastOps(10).size() == 5);
+}

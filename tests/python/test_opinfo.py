@@ -1,7 +1,7 @@
 """OpInfo registry test (DESIGN.md §6.1): every float32 op_db sample on the neuron device vs CPU.
 
 Runs tests/opinfo/run_opinfo.py (one worker process per chunk of ~20 ops, 2 at a time; a
-crashing kernel only loses its own op). A full run takes ~4-7 minutes on 2 cores, so it is the
+crashing kernel only loses its own op), in eager mode and in compile mode. A full run takes ~4-7 minutes on 2 cores, so it is the
 default (FULL_BY_DEFAULT); set FULL_BY_DEFAULT = False to run the every-4th-op --quick subset
 unless pytest is given --full (tests/python/conftest.py).
 Known failures: tests/opinfo_expected_failures.txt (`<op.variant>[#idx] | <root cause>`).
@@ -21,15 +21,21 @@ MIN_PASS_PERCENT = 98.0
 FULL_BY_DEFAULT = True
 
 
-@pytest.mark.parametrize("mode", ["eager"])
+# Compile mode compiles one group per sample (~18,700 distinct groups): its default run is the
+# --quick subset (every 4th op) at LLVM -O0 (NEURON_OPT_LEVEL=0: same lowering and pipeline,
+# ~4x faster LLVM); --full runs every op.
+@pytest.mark.parametrize("mode", ["eager", "compile"])
 def test_opinfo_registry(request, tmp_path, mode):
-    full = FULL_BY_DEFAULT or request.config.getoption("--full", default=False)
+    full_flag = request.config.getoption("--full", default=False)
+    full = full_flag or (FULL_BY_DEFAULT and mode == "eager")
     summary_path = tmp_path / "opinfo_summary.json"
     cmd = [sys.executable, RUNNER, "--jobs", "2", "--mode", mode, "--summary", str(summary_path),
            "--allow-xpass"]
     if not full:
         cmd.append("--quick")
     env = dict(os.environ)
+    if mode == "compile":
+        env.setdefault("NEURON_OPT_LEVEL", "0")
     env["PYTHONPATH"] = os.path.join(REPO, "python") + (
         os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=3600)

@@ -33,15 +33,16 @@ Scalar C(ScalarBuilder& b, double v, c10::ScalarType t) { return b.Constant(v, t
 // ---- arithmetic ---------------------------------------------------------------------------
 
 absl::Status LowerAddSub(GroupLowering& g, bool subtract, bool reverse) {
-  c10::Scalar alpha = 1;
-  if (HasArg(g, "alpha")) {
-    TRN_ASSIGN_OR_RETURN(alpha, ScalarArg(g, "alpha"));
+  std::vector<absl::string_view> names = {"self", "other"};
+  const bool alpha = HasArg(g, "alpha");
+  if (alpha) {
+    names.push_back("alpha");
   }
-  return PointwiseResult(g, {"self", "other"}, kAuto, [&](ScalarBuilder& b, const Args& a) {
+  return PointwiseResult(g, names, kAuto, [&](ScalarBuilder& b, const Args& a) {
     Scalar x = reverse ? a[1] : a[0];
     Scalar y = reverse ? a[0] : a[1];
-    if (!(alpha.isIntegral(false) && alpha.toLong() == 1)) {
-      y = b.Mul(b.Constant(alpha, y.dtype), y);
+    if (alpha) {
+      y = b.Mul(a[2], y);  // ATen: self + alpha * other (alpha == 1 multiplies exactly)
     }
     return subtract ? b.Sub(x, y) : b.Add(x, y);
   });
@@ -112,27 +113,32 @@ absl::Status Pow(GroupLowering& g, const runtime::OpRecord&) {
   if (!dst.defined() || !IsFloat(dst.scalar_type())) {
     return absl::UnimplementedError("integer pow");
   }
-  // Constant exponents ATen special-cases (same formulas, same rounding).
+  // A scalar exponent is a compile-time constant (in the key): the code depends on its value,
+  // since ATen special-cases some exponents (same formulas, same rounding here).
+  TRN_ASSIGN_OR_RETURN(c10::IValue e, g.Arg("exponent"));
+  TRN_ASSIGN_OR_RETURN(c10::IValue s, g.Arg("self"));
   std::optional<double> exponent;
-  absl::StatusOr<c10::IValue> e = g.Arg("exponent");
-  if (e.ok() && e->isScalar()) {
-    exponent = e->toScalar().toDouble();
+  if (e.isScalar()) {
+    exponent = e.toScalar().toDouble();
   }
-  const std::vector<absl::string_view> names = {"self", "exponent"};
-  return PointwiseResult(g, names, kAuto, [&](ScalarBuilder& b, const Args& a) {
-    const Scalar& x = a[0];
+  TRN_ASSIGN_OR_RETURN(Operand self, g.ReadOperand(s));
+  TRN_ASSIGN_OR_RETURN(Operand power, g.ReadOperand(e));
+  const c10::ScalarType t = dst.scalar_type();
+  View v = g.Pointwise({self, power}, dst.sizes().vec(), t, [&](ScalarBuilder& b, const Args& a) {
+    Scalar x = b.Cast(a[0], t);
     if (exponent.has_value()) {
       const double p = *exponent;
       if (p == 1) return x;
       if (p == 2) return b.Mul(x, x);
       if (p == 3) return b.Mul(b.Mul(x, x), x);
       if (p == 0.5) return b.Math("math.sqrt", x);
-      if (p == -0.5) return b.Div(C(b, 1, x.dtype), b.Math("math.sqrt", x));
-      if (p == -1) return b.Div(C(b, 1, x.dtype), x);
-      if (p == -2) return b.Div(C(b, 1, x.dtype), b.Mul(x, x));
+      if (p == -0.5) return b.Div(C(b, 1, t), b.Math("math.sqrt", x));
+      if (p == -1) return b.Div(C(b, 1, t), x);
+      if (p == -2) return b.Div(C(b, 1, t), b.Mul(x, x));
     }
-    return b.Math("math.powf", x, a[1]);
+    return b.Math("math.powf", x, b.Cast(a[1], t));
   });
+  return g.WriteResult(0, v);
 }
 
 absl::Status Maximum(GroupLowering& g, const runtime::OpRecord&) {
@@ -163,9 +169,8 @@ absl::Status Lerp(GroupLowering& g, const runtime::OpRecord&) {
 }
 
 absl::Status Addcmul(GroupLowering& g, const runtime::OpRecord&) {
-  TRN_ASSIGN_OR_RETURN(c10::Scalar value, ScalarArg(g, "value"));
-  return PointwiseResult(g, {"self", "tensor1", "tensor2"}, kAuto, [&](ScalarBuilder& b, const Args& a) {
-    return b.Add(a[0], b.Mul(b.Mul(b.Constant(value, a[0].dtype), a[1]), a[2]));
+  return PointwiseResult(g, {"self", "tensor1", "tensor2", "value"}, kAuto, [&](ScalarBuilder& b, const Args& a) {
+    return b.Add(a[0], b.Mul(b.Mul(a[3], a[1]), a[2]));
   });
 }
 
@@ -174,9 +179,8 @@ absl::Status Addcdiv(GroupLowering& g, const runtime::OpRecord&) {
   if (!dst.defined() || !IsFloat(dst.scalar_type())) {
     return absl::UnimplementedError("integer addcdiv");
   }
-  TRN_ASSIGN_OR_RETURN(c10::Scalar value, ScalarArg(g, "value"));
-  return PointwiseResult(g, {"self", "tensor1", "tensor2"}, kAuto, [&](ScalarBuilder& b, const Args& a) {
-    return b.Add(a[0], b.Mul(b.Constant(value, a[0].dtype), b.Div(a[1], a[2])));
+  return PointwiseResult(g, {"self", "tensor1", "tensor2", "value"}, kAuto, [&](ScalarBuilder& b, const Args& a) {
+    return b.Add(a[0], b.Mul(a[3], b.Div(a[1], a[2])));
   });
 }
 

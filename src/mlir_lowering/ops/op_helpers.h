@@ -35,9 +35,11 @@ inline bool HasArg(const GroupLowering& g, absl::string_view name) {
   return v.ok() && !v->isNone();
 }
 
+// The named argument as an operand; a floating-point scalar becomes a runtime scalar (see
+// GroupLowering::ReadOperand).
 inline absl::StatusOr<Operand> ArgOperand(GroupLowering& g, absl::string_view name) {
   TRN_ASSIGN_OR_RETURN(c10::IValue v, g.Arg(name));
-  return g.ReadOperand(v);
+  return g.ReadOperand(v, g.ArgIndex(name));
 }
 
 // torch's type promotion over the named arguments (tensors and scalars; None skipped).
@@ -91,7 +93,8 @@ inline absl::Status PointwiseResult(GroupLowering& g, const std::vector<absl::st
   return g.WriteResult(0, v);
 }
 
-// A scalar argument's value (kUnimplemented when missing or not a scalar).
+// A scalar argument's value, as a compile-time constant (in the group key): use it when the
+// generated code depends on the value. kUnimplemented when missing or not a scalar.
 inline absl::StatusOr<c10::Scalar> ScalarArg(const GroupLowering& g, absl::string_view name) {
   TRN_ASSIGN_OR_RETURN(c10::IValue v, g.Arg(name));
   if (!v.isScalar()) {
