@@ -184,21 +184,28 @@ struct FuseElementwisePass
     mlir::tensor::CollapseShapeOp::getCanonicalizationPatterns(patterns, ctx);
     // Patterns run on every op except extern placeholders (and what they contain): their body
     // is a stand-in, so "unused operand" and constant-folding rewrites would corrupt the call.
-    llvm::SmallVector<mlir::Operation*> ops;
-    getOperation()->walk<mlir::WalkOrder::PreOrder>([&](mlir::Operation* op) {
-      if (IsExtern(op)) {
-        return mlir::WalkResult::skip();
-      }
-      if (op != getOperation().getOperation()) {
-        ops.push_back(op);
-      }
-      return mlir::WalkResult::advance();
-    });
+    // The op-list driver does not revisit producers of a newly fused op, so iterate to a fixed
+    // point (each round re-collects the ops).
     mlir::FrozenRewritePatternSet frozen(std::move(patterns));
-    // Fixed point: a fusion creates new candidates (ExistingAndNewOps covers them).
-    if (mlir::failed(mlir::applyOpPatternsAndFold(ops, frozen,
-                                                  mlir::GreedyRewriteStrictness::ExistingAndNewOps))) {
-      return signalPassFailure();
+    for (int round = 0; round < 32; ++round) {
+      llvm::SmallVector<mlir::Operation*> ops;
+      getOperation()->walk<mlir::WalkOrder::PreOrder>([&](mlir::Operation* op) {
+        if (IsExtern(op)) {
+          return mlir::WalkResult::skip();
+        }
+        if (op != getOperation().getOperation()) {
+          ops.push_back(op);
+        }
+        return mlir::WalkResult::advance();
+      });
+      bool changed = false;
+      if (mlir::failed(mlir::applyOpPatternsAndFold(ops, frozen, mlir::GreedyRewriteStrictness::ExistingAndNewOps,
+                                                    &changed))) {
+        return signalPassFailure();
+      }
+      if (!changed) {
+        break;
+      }
     }
   }
 };

@@ -18,6 +18,7 @@
 #include <cstring>
 
 #include "runtime/host_view.h"
+#include "runtime/block_cache.h"
 #include "trace/device_state.h"
 #include "trace/fallback.h"
 #include "trace/snapshot.h"
@@ -25,14 +26,19 @@
 namespace trn::trace {
 namespace {
 
-constexpr size_t kAlignment = 64;
 
 // Device storage lives in host memory (the executor runs ATen CPU kernels on it; a real
 // NeuronCore would own HBM here).
+// Device memory is host memory; large blocks are recycled (runtime/block_cache.h).
+runtime::BlockCache& Blocks() {
+  static auto* cache = new runtime::BlockCache(size_t{2} << 30);  // keep up to 2 GiB of freed blocks
+  return *cache;
+}
+
 class HostMemoryAllocator final : public c10::Allocator {
  public:
   c10::DataPtr allocate(size_t n) override {
-    void* p = n == 0 ? nullptr : std::aligned_alloc(kAlignment, (n + kAlignment - 1) / kAlignment * kAlignment);
+    void* p = n == 0 ? nullptr : Blocks().Allocate(n);
     if (n != 0 && p == nullptr) {
       TORCH_CHECK_WITH(OutOfMemoryError, false, "neuron: out of host memory allocating ", n, " bytes");
     }
@@ -44,7 +50,7 @@ class HostMemoryAllocator final : public c10::Allocator {
   }
 
  private:
-  static void Free(void* p) { std::free(p); }
+  static void Free(void* p) { Blocks().Free(p); }
 };
 
 HostMemoryAllocator g_allocator;
