@@ -76,7 +76,12 @@ struct RuntimeSymbols {
 };
 
 RuntimeSymbols& GlobalRuntimeSymbols() {
-  static auto* symbols = new RuntimeSymbols();
+  static auto* symbols = [] {
+    auto* s = new RuntimeSymbols();
+    // MLIR's runtime support that lowered code may call (memref.copy of strided buffers).
+    s->prefixes.emplace_back("memrefCopy", reinterpret_cast<void*>(&memrefCopy));
+    return s;
+  }();
   return *symbols;
 }
 

@@ -1,8 +1,109 @@
-// Shape ops. (Being written: see src/mlir_lowering/README.md.)
+// Shape ops that move data: concatenation, flips, index ramps (arange). Views themselves are
+// never recorded (they only change metadata); reads through them become affine index maps
+// (group_lowering.h), so a flip is a view with a negative coefficient and costs nothing until
+// it is written.
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "mlir_lowering/ops/op_helpers.h"
+#include "runtime/host_view.h"
 
 namespace trn::mlir_lowering {
+namespace {
 
-void PopulateShape(LoweringRegistry&) {}
+int64_t WrapDim(int64_t dim, int64_t rank) { return dim < 0 ? dim + rank : dim; }
+
+// cat(tensors, dim): each input is inserted into its slice of the result (tensor.insert_slice,
+// which bufferizes to a copy into a subview of the destination).
+absl::Status Cat(GroupLowering& g, const runtime::OpRecord&) {
+  at::Tensor dst = g.Destination(0);
+  if (!dst.defined()) {
+    return absl::UnimplementedError("no destination");
+  }
+  TRN_ASSIGN_OR_RETURN(c10::IValue list, g.Arg("tensors"));
+  TRN_ASSIGN_OR_RETURN(c10::IValue dim_v, g.Arg("dim"));
+  const int64_t rank = dst.dim();
+  const int64_t dim = WrapDim(dim_v.toInt(), rank);
+  const std::vector<int64_t> shape = dst.sizes().vec();
+  const std::string type = TensorType(shape, dst.scalar_type());
+  std::string acc = g.names().Next("e");
+  g.Emit(absl::StrCat("    ", acc, " = tensor.empty() : ", type, "\n"));
+  int64_t offset = 0;
+  for (const c10::IValue& item : list.toListRef()) {
+    const at::Tensor& t = item.toTensor();
+    if (t.dim() == 1 && t.size(0) == 0 && rank != 1) {
+      continue;  // legacy: cat skips 1-d empty tensors
+    }
+    if (!runtime::IsDeviceTensor(t) || t.dim() != rank) {
+      return absl::UnimplementedError("cat of host tensors or mixed ranks");
+    }
+    if (t.size(dim) == 0) {
+      continue;
+    }
+    TRN_ASSIGN_OR_RETURN(View v, g.Read(t));
+    if (v.dtype != dst.scalar_type()) {
+      v = g.Pointwise({Operand::Of(v)}, v.sizes, dst.scalar_type(),
+                      [](ScalarBuilder&, const std::vector<Scalar>& a) { return a[0]; });
+    }
+    const std::string src = g.Materialize(v);
+    std::vector<int64_t> offsets(rank, 0), strides(rank, 1);
+    offsets[dim] = offset;
+    const std::string next = g.names().Next("cat");
+    g.Emit(absl::StrCat("    ", next, " = tensor.insert_slice ", src, " into ", acc, "[",
+                        absl::StrJoin(offsets, ", "), "] [", absl::StrJoin(v.sizes, ", "), "] [",
+                        absl::StrJoin(strides, ", "), "] : ", TensorType(v.sizes, dst.scalar_type()), " into ", type,
+                        "\n"));
+    acc = next;
+    offset += t.size(dim);
+  }
+  if (offset != shape[dim]) {
+    return absl::InternalError("cat: the inputs do not fill the result");
+  }
+  return g.WriteResult(0, View::Whole(acc, shape, dst.scalar_type()));
+}
+
+// flip(self, dims): a view with index size-1-i along each flipped dim.
+absl::Status Flip(GroupLowering& g, const runtime::OpRecord&) {
+  TRN_ASSIGN_OR_RETURN(c10::IValue self, g.Arg("self"));
+  TRN_ASSIGN_OR_RETURN(c10::IValue dims, g.Arg("dims"));
+  TRN_ASSIGN_OR_RETURN(View v, g.Read(self.toTensor()));
+  for (int64_t d : dims.toIntVector()) {
+    d = WrapDim(d, v.rank());
+    // base = t(view) with view index i replaced by (size - 1 - i).
+    for (AffineTerm& term : v.map) {
+      for (auto& [k, c] : term.coeffs) {
+        if (k == d) {
+          term.constant += c * (v.sizes[d] - 1);
+          c = -c;
+        }
+      }
+    }
+  }
+  return g.WriteResult(0, v);
+}
+
+// arange(start, end, step, out): out[i] = start + step * i, computed in double as ATen does for
+// floating outputs (acc type), in int64 for integer outputs.
+absl::Status Arange(GroupLowering& g, const runtime::OpRecord&) {
+  at::Tensor dst = g.Destination(0);
+  if (!dst.defined() || dst.dim() != 1) {
+    return absl::UnimplementedError("arange into a non-1-d destination");
+  }
+  const bool floating = c10::isFloatingType(dst.scalar_type());
+  const c10::ScalarType acc = floating ? c10::kDouble : c10::kLong;
+  std::vector<absl::string_view> names = {"start", "step"};
+  return PointwiseResult(g, names, acc, [acc](ScalarBuilder& b, const std::vector<Scalar>& a) {
+    Scalar i = b.Cast(b.LoopIndex(0), acc);
+    return b.Add(a[0], b.Mul(a[1], i));
+  });
+}
+
+}  // namespace
+
+void PopulateShape(LoweringRegistry& r) {
+  const std::string f = "shape";
+  r.Register("aten::cat", f, Cat);
+  r.Register("aten::flip", f, Flip);
+  r.Register("aten::arange", f, Arange);
+}
 
 }  // namespace trn::mlir_lowering
