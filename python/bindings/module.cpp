@@ -211,6 +211,8 @@ PYBIND11_MODULE(_C, m) {
   }, "The device's default torch.Generator (random ops on the device draw from it in stream order).");
   m.def("compiled_keys", [] { return StateOrRaise().stream.compiler().CompiledKeys(); },
         "Hex keys of the groups compiled in this process, in compile order.");
+  m.def("compile_millis", [] { return StateOrRaise().stream.compiler().CompileMillis(); },
+        "Wall milliseconds of each group compile in this process (MLIR -> object -> loaded).");
   m.def("lowered_ops", [] { return trn::mlir_lowering::LoweringRegistry::Global().Names(); },
         "ATen ops with a lowering (schema names; overloads and in-place forms count once).");
   m.def("mlir_selftest", &MlirSelfTest, "JIT-compiles and runs a small MLIR function in this process.");

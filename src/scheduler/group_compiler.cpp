@@ -42,6 +42,11 @@ std::vector<std::string> GroupCompiler::CompiledKeys() const {
   return compiled_keys_;
 }
 
+std::vector<double> GroupCompiler::CompileMillis() const {
+  absl::MutexLock lock(&mu_);
+  return compile_ms_;
+}
+
 runtime::CodeCache::Entry GroupCompiler::Compile(const GroupKey& key, const mlir_lowering::LoweredGroup& lowered) {
   {
     absl::MutexLock lock(&mu_);
@@ -65,7 +70,12 @@ runtime::CodeCache::Entry GroupCompiler::Compile(const GroupKey& key, const mlir
     stats_->CountCompileFailure(std::string(loaded.status().message().substr(0, 200)));
     return loaded.status();
   }
-  stats_->CountCompile(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
+  const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  stats_->CountCompile(ms);
+  {
+    absl::MutexLock lock(&mu_);
+    compile_ms_.push_back(ms);
+  }
   auto code = std::make_shared<runtime::CompiledCode>();
   code->entry = (*loaded)->entry();
   code->keep_alive = std::shared_ptr<const mlir_lowering::LoadedObject>(std::move(*loaded));

@@ -37,6 +37,8 @@ class GroupCompiler {
   runtime::CodeCache& cache() { return cache_; }
   // Hex keys of every group compiled so far, in compile order (for tests and tools).
   std::vector<std::string> CompiledKeys() const;
+  // Wall milliseconds of each successful compile (lower to object + load), in compile order.
+  std::vector<double> CompileMillis() const;
 
  private:
   runtime::CodeCache::Entry Compile(const GroupKey& key, const mlir_lowering::LoweredGroup& lowered);
@@ -46,6 +48,7 @@ class GroupCompiler {
   runtime::CodeCache cache_;
   mutable absl::Mutex mu_;
   std::vector<std::string> compiled_keys_ ABSL_GUARDED_BY(mu_);
+  std::vector<double> compile_ms_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace trn::scheduler
