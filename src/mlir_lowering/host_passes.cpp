@@ -26,6 +26,17 @@ namespace {
 
 constexpr llvm::StringLiteral kWritable = "bufferization.writable";
 
+// Applies `fn` to every public func.func with a body; stops at the first failure.
+mlir::LogicalResult ForEachPublicFunc(mlir::ModuleOp module,
+                                      llvm::function_ref<mlir::LogicalResult(mlir::func::FuncOp)> fn) {
+  for (auto func : module.getOps<mlir::func::FuncOp>()) {
+    if (!func.isExternal() && func.isPublic() && mlir::failed(fn(func))) {
+      return mlir::failure();
+    }
+  }
+  return mlir::success();
+}
+
 // Follows `value` through destination-style ops to the tensor.empty its buffer would come from:
 // returns the init operand that holds that tensor.empty, or null if the chain ends elsewhere
 // (a function argument, a reshape, a constant...).
@@ -74,13 +85,8 @@ struct ResultsToOutArgsPass
   }
 
   void runOnOperation() override {
-    for (auto func : getOperation().getOps<mlir::func::FuncOp>()) {
-      if (func.isExternal() || !func.isPublic()) {
-        continue;
-      }
-      if (mlir::failed(rewrite(func))) {
-        return signalPassFailure();
-      }
+    if (mlir::failed(ForEachPublicFunc(getOperation(), [this](mlir::func::FuncOp f) { return rewrite(f); }))) {
+      signalPassFailure();
     }
   }
 
@@ -288,13 +294,8 @@ struct StaticStridesPass
   }
 
   void runOnOperation() override {
-    for (auto func : getOperation().getOps<mlir::func::FuncOp>()) {
-      if (func.isExternal() || !func.isPublic()) {
-        continue;
-      }
-      if (mlir::failed(rewrite(func))) {
-        return signalPassFailure();
-      }
+    if (mlir::failed(ForEachPublicFunc(getOperation(), [this](mlir::func::FuncOp f) { return rewrite(f); }))) {
+      signalPassFailure();
     }
   }
 

@@ -230,32 +230,23 @@ absl::Status BitwiseNot(GroupLowering& g, const runtime::OpRecord&) {
   return PointwiseResult(g, {"self"}, kAuto, [](ScalarBuilder& b, const Args& a) { return b.Not(a[0]); });
 }
 
-absl::Status Where(GroupLowering& g, const runtime::OpRecord&) {
+// result = cond ? a : b, with cond read as bool and a, b cast to the destination's dtype.
+absl::Status SelectOf(GroupLowering& g, absl::string_view cond, absl::string_view a, absl::string_view b) {
   at::Tensor dst = g.Destination(0);
   if (!dst.defined()) {
     return absl::UnimplementedError("no destination");
   }
-  TRN_ASSIGN_OR_RETURN(Operand cond, ArgOperand(g, "condition"));
-  TRN_ASSIGN_OR_RETURN(Operand self, ArgOperand(g, "self"));
-  TRN_ASSIGN_OR_RETURN(Operand other, ArgOperand(g, "other"));
+  TRN_ASSIGN_OR_RETURN(Operand c, ArgOperand(g, cond));
+  TRN_ASSIGN_OR_RETURN(Operand x, ArgOperand(g, a));
+  TRN_ASSIGN_OR_RETURN(Operand y, ArgOperand(g, b));
   const c10::ScalarType t = dst.scalar_type();
-  View v = g.Pointwise({cond, self, other}, dst.sizes().vec(), t, [t](ScalarBuilder& b, const Args& a) {
-    return b.Select(b.Cast(a[0], c10::kBool), b.Cast(a[1], t), b.Cast(a[2], t));
+  View v = g.Pointwise({c, x, y}, dst.sizes().vec(), t, [t](ScalarBuilder& sb, const Args& e) {
+    return sb.Select(sb.Cast(e[0], c10::kBool), sb.Cast(e[1], t), sb.Cast(e[2], t));
   });
   return g.WriteResult(0, v);
 }
-
-absl::Status MaskedFill(GroupLowering& g, const runtime::OpRecord&) {
-  at::Tensor dst = g.Destination(0);
-  TRN_ASSIGN_OR_RETURN(Operand self, ArgOperand(g, "self"));
-  TRN_ASSIGN_OR_RETURN(Operand mask, ArgOperand(g, "mask"));
-  TRN_ASSIGN_OR_RETURN(Operand value, ArgOperand(g, "value"));
-  const c10::ScalarType t = dst.scalar_type();
-  View v = g.Pointwise({self, mask, value}, dst.sizes().vec(), t, [t](ScalarBuilder& b, const Args& a) {
-    return b.Select(b.Cast(a[1], c10::kBool), b.Cast(a[2], t), b.Cast(a[0], t));
-  });
-  return g.WriteResult(0, v);
-}
+absl::Status Where(GroupLowering& g, const runtime::OpRecord&) { return SelectOf(g, "condition", "self", "other"); }
+absl::Status MaskedFill(GroupLowering& g, const runtime::OpRecord&) { return SelectOf(g, "mask", "value", "self"); }
 
 // ---- clamps and activations ---------------------------------------------------------------
 
