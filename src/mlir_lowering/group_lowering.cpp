@@ -74,6 +74,54 @@ std::string MapOf(const View& v, const std::vector<int64_t>& loops) {
                       absl::StrJoin(exprs, ", "), ")>");
 }
 
+std::string IdentityMap(int64_t rank) {
+  std::vector<std::string> d;
+  for (int64_t i = 0; i < rank; ++i) {
+    d.push_back(absl::StrCat("d", i));
+  }
+  return absl::StrCat("affine_map<", LoopDims(rank), " -> (", absl::StrJoin(d, ", "), ")>");
+}
+
+// The loop structure of a reduction of `in` over `dims`: reduced dims of size 1 stay parallel
+// dims of the output tensor (each loop dim must appear in an indexing map, and MapOf drops
+// size-1 dims); `kept` are the output tensor's dims, in loop order.
+struct ReductionLoops {
+  std::vector<int64_t> reduced, kept, out_shape;
+};
+ReductionLoops LoopsOf(const View& in, const std::vector<int64_t>& dims) {
+  ReductionLoops l;
+  for (int64_t i = 0; i < in.rank(); ++i) {
+    const bool r = std::find(dims.begin(), dims.end(), i) != dims.end() && in.sizes[i] != 1;
+    (r ? l.reduced : l.kept).push_back(i);
+    if (!r) {
+      l.out_shape.push_back(in.sizes[i]);
+    }
+  }
+  return l;
+}
+
+// The view of a reduction's output tensor `ssa` as the reduction's result (keepdim or not).
+View ReducedView(std::string ssa, const View& in, const std::vector<int64_t>& dims, const ReductionLoops& l,
+                 bool keepdim, c10::ScalarType dtype) {
+  View v = View::Whole(std::move(ssa), l.out_shape, dtype);
+  auto in_dims = [&](int64_t i) { return std::find(dims.begin(), dims.end(), i) != dims.end(); };
+  v.sizes.clear();
+  for (int64_t i = 0; i < in.rank(); ++i) {
+    if (keepdim || !in_dims(i)) {
+      v.sizes.push_back(in_dims(i) ? 1 : in.sizes[i]);
+    }
+  }
+  v.map.clear();
+  for (int64_t k : l.kept) {
+    int pos = static_cast<int>(k);
+    if (!keepdim) {
+      pos = static_cast<int>(std::count_if(l.kept.begin(), l.kept.end(), [&](int64_t j) { return j < k && !in_dims(j); }));
+    }
+    v.map.push_back(keepdim || !in_dims(k) ? AffineTerm{0, {{pos, 1}}} : AffineTerm{0, {}});
+  }
+  return v;
+}
+
 std::string IteratorTypes(int64_t rank, const std::vector<int64_t>& reduced) {
   std::vector<std::string> it;
   for (int64_t i = 0; i < rank; ++i) {
@@ -483,7 +531,9 @@ View GroupLowering::Pointwise(const std::vector<Operand>& ins, const std::vector
     elems[i] = ins[i].param.empty() ? b.Constant(ins[i].constant, ins[i].dtype) : Scalar{ins[i].param, c10::kDouble};
   }
   Scalar r = b.Cast(body(b, elems), out_dtype);
-  maps.push_back(MapOf(View::Whole("", shape, out_dtype), shape));
+  // The output map is the identity, size-1 dims included: every loop dim must appear in some
+  // indexing map (MapOf drops size-1 dims, which broadcast).
+  maps.push_back(IdentityMap(rank));
   const std::string result = names_.Next("p");
   std::string text = absl::StrCat("    ", empty, " = tensor.empty() : ", out_type, "\n");
   absl::StrAppend(&text, "    ", result, " = linalg.generic {indexing_maps = [", absl::StrJoin(maps, ", "),
@@ -499,52 +549,66 @@ View GroupLowering::Pointwise(const std::vector<Operand>& ins, const std::vector
 
 View GroupLowering::Reduce(const View& in, const std::vector<int64_t>& dims, bool keepdim, c10::ScalarType acc,
                            const c10::Scalar& init, const CombineFn& combine) {
+  return ReduceMulti(in, dims, keepdim, {{acc, init}},
+                     [&](ScalarBuilder& b, const std::vector<Scalar>& a, const Scalar& x) {
+                       return std::vector<Scalar>{combine(b, a[0], x)};
+                     })[0];
+}
+
+std::vector<View> GroupLowering::ReduceMulti(const View& in, const std::vector<int64_t>& dims, bool keepdim,
+                                             const std::vector<std::pair<c10::ScalarType, c10::Scalar>>& accs,
+                                             const MultiCombineFn& combine) {
   const int64_t rank = in.rank();
-  std::vector<int64_t> out_shape, kept;
-  for (int64_t i = 0; i < rank; ++i) {
-    if (std::find(dims.begin(), dims.end(), i) == dims.end()) {
-      out_shape.push_back(in.sizes[i]);
-      kept.push_back(i);
-    }
-  }
-  const std::string out_type = TensorType(out_shape, acc);
-  const std::string init_ssa = Constant(init, acc);
-  const std::string empty = names_.Next("e");
-  const std::string filled = names_.Next("f");
-  std::string text = absl::StrCat("    ", empty, " = tensor.empty() : ", out_type, "\n");
-  absl::StrAppend(&text, "    ", filled, " = linalg.fill ins(", init_ssa, " : ", *ElementType(acc), ") outs(", empty,
-                  " : ", out_type, ") -> ", out_type, "\n");
+  const ReductionLoops loops = LoopsOf(in, dims);
+  const std::vector<int64_t>& out_shape = loops.out_shape;
   std::vector<std::string> out_exprs;
-  for (int64_t k : kept) {
+  for (int64_t k : loops.kept) {
     out_exprs.push_back(absl::StrCat("d", k));
   }
   const std::string out_map =
       absl::StrCat("affine_map<", LoopDims(rank), " -> (", absl::StrJoin(out_exprs, ", "), ")>");
+  std::string text;
+  std::vector<std::string> filled, out_types, elem_types, maps = {MapOf(in, in.sizes)};
+  for (const auto& [acc, init] : accs) {
+    const std::string init_ssa = Constant(init, acc);
+    const std::string empty = names_.Next("e"), f = names_.Next("f");
+    out_types.push_back(TensorType(out_shape, acc));
+    elem_types.emplace_back(*ElementType(acc));
+    absl::StrAppend(&text, "    ", empty, " = tensor.empty() : ", out_types.back(), "\n    ", f, " = linalg.fill ins(",
+                    init_ssa, " : ", elem_types.back(), ") outs(", empty, " : ", out_types.back(), ") -> ",
+                    out_types.back(), "\n");
+    filled.push_back(f);
+    maps.push_back(out_map);
+  }
   std::string region;
   ScalarBuilder b(&names_, &region);
-  const std::string x = names_.Next("x"), a = names_.Next("a");
-  Scalar r = b.Cast(combine(b, Scalar{a, acc}, Scalar{x, in.dtype}), acc);
+  const std::string x = names_.Next("x");
+  std::vector<std::string> block_args = {absl::StrCat(x, ": ", *ElementType(in.dtype))};
+  std::vector<Scalar> acc_args;
+  for (size_t i = 0; i < accs.size(); ++i) {
+    acc_args.push_back(Scalar{names_.Next("a"), accs[i].first});
+    block_args.push_back(absl::StrCat(acc_args.back().ssa, ": ", elem_types[i]));
+  }
+  std::vector<Scalar> next = combine(b, acc_args, Scalar{x, in.dtype});
+  std::vector<std::string> yields;
+  for (size_t i = 0; i < accs.size(); ++i) {
+    yields.push_back(b.Cast(next[i], accs[i].first).ssa);
+  }
   const std::string result = names_.Next("r");
-  absl::StrAppend(&text, "    ", result, " = linalg.generic {indexing_maps = [", MapOf(in, in.sizes), ", ", out_map,
-                  "], iterator_types = ", IteratorTypes(rank, dims), "} ins(", in.base, " : ",
-                  TensorType(in.base_shape, in.dtype), ") outs(", filled, " : ", out_type, ") {\n    ^bb0(", x, ": ",
-                  *ElementType(in.dtype), ", ", a, ": ", *ElementType(acc), "):\n", region, "    linalg.yield ", r.ssa,
-                  " : ", *ElementType(acc), "\n    } -> ", out_type, "\n");
+  const std::string arity = accs.size() == 1 ? "" : absl::StrCat(":", accs.size());
+  absl::StrAppend(&text, "    ", result, arity, " = linalg.generic {indexing_maps = [",
+                  absl::StrJoin(maps, ", "), "], iterator_types = ", IteratorTypes(rank, loops.reduced), "} ins(", in.base,
+                  " : ", TensorType(in.base_shape, in.dtype), ") outs(", absl::StrJoin(filled, ", "), " : ",
+                  absl::StrJoin(out_types, ", "), ") {\n    ^bb0(", absl::StrJoin(block_args, ", "), "):\n", region,
+                  "    linalg.yield ", absl::StrJoin(yields, ", "), " : ", absl::StrJoin(elem_types, ", "),
+                  "\n    } -> (", absl::StrJoin(out_types, ", "), ")\n");
   Emit(text);
-  View reduced = View::Whole(result, out_shape, acc);
-  if (!keepdim) {
-    return reduced;
+  std::vector<View> results;
+  for (size_t i = 0; i < accs.size(); ++i) {
+    const std::string ssa = accs.size() == 1 ? result : absl::StrCat(result, "#", i);
+    results.push_back(ReducedView(ssa, in, dims, loops, keepdim, accs[i].first));
   }
-  View v = reduced;
-  v.sizes = in.sizes;
-  for (int64_t d : dims) {
-    v.sizes[d] = 1;
-  }
-  v.map.clear();
-  for (size_t i = 0; i < kept.size(); ++i) {
-    v.map.push_back(AffineTerm{0, {{static_cast<int>(kept[i]), 1}}});
-  }
-  return v;
+  return results;
 }
 
 std::string GroupLowering::Materialize(const View& v) {

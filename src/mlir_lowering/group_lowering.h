@@ -111,6 +111,9 @@ struct Operand {
 using BodyFn = std::function<Scalar(ScalarBuilder&, const std::vector<Scalar>&)>;
 // Reduction step: acc (accumulator dtype) and x (input dtype) -> new acc.
 using CombineFn = std::function<Scalar(ScalarBuilder&, const Scalar& acc, const Scalar& x)>;
+// Reduction step of ReduceMulti: the accumulators (in order) and x -> the new accumulators.
+using MultiCombineFn =
+    std::function<std::vector<Scalar>(ScalarBuilder&, const std::vector<Scalar>& accs, const Scalar& x)>;
 
 absl::Status CutHere(absl::string_view why);
 inline bool IsCut(const absl::Status& s) { return s.code() == absl::StatusCode::kAborted; }
@@ -184,6 +187,12 @@ class GroupLowering {
   // starting at `init`. keepdim keeps them as size-1 dims (a view: no copy).
   View Reduce(const View& in, const std::vector<int64_t>& dims, bool keepdim, c10::ScalarType acc,
               const c10::Scalar& init, const CombineFn& combine);
+  // As Reduce, with several accumulators folded together by one linalg.generic with one output
+  // per entry of `accs` (dtype, init), e.g. a running max and its index. `combine` may use
+  // ScalarBuilder::LoopIndex (loop d = dim d of `in`). Returns one result per accumulator.
+  std::vector<View> ReduceMulti(const View& in, const std::vector<int64_t>& dims, bool keepdim,
+                                const std::vector<std::pair<c10::ScalarType, c10::Scalar>>& accs,
+                                const MultiCombineFn& combine);
   // A tensor SSA value holding exactly `v` (a copy only when v is not whole).
   std::string Materialize(const View& v);
   // Lowers the current op as a call into the runtime (ATen's CPU kernel on the buffers).

@@ -32,7 +32,7 @@ std::string TensorType(const std::vector<int64_t>& shape, c10::ScalarType dtype)
 // "4x8x" (empty for rank 0): the shape prefix of a shaped type.
 std::string ShapePrefix(const std::vector<int64_t>& shape);
 // An `arith.constant` literal of `value` converted to `dtype`, exact: floats as hex bit
-// patterns (so NaN/inf and every bit survive), ints as decimals, bools as true/false.
+// patterns (so NaN/inf and every bit survive), ints as decimals, bools as 1/0 (`arith.constant true : i1` does not parse).
 std::string ConstantLiteral(const c10::Scalar& value, c10::ScalarType dtype);
 
 // Fresh SSA names, unique in one module.
