@@ -155,9 +155,10 @@ absl::Status HardsigmoidBackward(GroupLowering& g, const runtime::OpRecord&) {
 absl::Status HardswishBackward(GroupLowering& g, const runtime::OpRecord&) {
   return GradOf(g, "self", [](ScalarBuilder& b, const Scalar& dy, const Scalar& x) {
     const c10::ScalarType t = x.dtype;
+    // x <= -3 ? 0 : (x < 3 ? dy * (x / 3 + 0.5) : dy)
     Scalar mid = b.Mul(dy, b.Add(b.Div(x, Const(b, 3, t)), Const(b, 0.5, t)));
-    Scalar r = b.Select(b.Cmp(Cmp::kLe, x, Const(b, 3, t)), mid, dy);
-    return b.Select(b.Cmp(Cmp::kLt, x, Const(b, -3, t)), Const(b, 0, t), r);
+    Scalar r = b.Select(b.Cmp(Cmp::kLt, x, Const(b, 3, t)), mid, dy);
+    return b.Select(b.Cmp(Cmp::kLe, x, Const(b, -3, t)), Const(b, 0, t), r);
   });
 }
 

@@ -44,7 +44,7 @@ absl::StatusOr<Nll> ReadNll(GroupLowering& g) {
   Nll n;
   TRN_ASSIGN_OR_RETURN(n.self, TensorArg(g, "self"));
   TRN_ASSIGN_OR_RETURN(n.target, TensorArg(g, "target"));
-  if (HasArg(g, "weight")) {
+  if (HasTensorArg(g, "weight")) {
     TRN_ASSIGN_OR_RETURN(n.weight, TensorArg(g, "weight"));
   }
   TRN_ASSIGN_OR_RETURN(n.reduction, IntArg(g, "reduction"));

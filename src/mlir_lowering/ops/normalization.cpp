@@ -19,7 +19,7 @@ using Args = std::vector<Scalar>;
 constexpr c10::ScalarType kD = c10::kDouble;
 
 absl::StatusOr<std::optional<View>> OptionalTensor(GroupLowering& g, absl::string_view name) {
-  if (!HasArg(g, name)) {
+  if (!HasTensorArg(g, name)) {
     return std::optional<View>();
   }
   TRN_ASSIGN_OR_RETURN(View v, TensorArg(g, name));

@@ -102,6 +102,13 @@ inline absl::StatusOr<double> DoubleArg(const GroupLowering& g, absl::string_vie
   return v.isDouble() ? v.toDouble() : static_cast<double>(v.toInt());
 }
 
+// Whether the current op has a tensor argument `name` that is present: not None and not an
+// undefined tensor (an absent Tensor? may arrive as either).
+inline bool HasTensorArg(const GroupLowering& g, absl::string_view name) {
+  absl::StatusOr<c10::IValue> v = g.Arg(name);
+  return v.ok() && !v->isNone() && !(v->isTensor() && !v->toTensor().defined());
+}
+
 // The device tensor of argument `name` as a view.
 inline absl::StatusOr<View> TensorArg(GroupLowering& g, absl::string_view name) {
   TRN_ASSIGN_OR_RETURN(c10::IValue v, g.Arg(name));

@@ -1,0 +1,195 @@
+"""Compile-mode lowerings of reductions, losses, backward ops and normalization vs CPU eager.
+
+Each family runs in a fresh subprocess with NEURON_MODE=compile. Every case runs its function
+on CPU tensors and on device copies (contiguous, transposed and sliced views, keepdim variants),
+and compares with torch.testing.assert_close. The subprocess then checks that the group lowering
+handled every op: torch_trn.stats()['unlowered_ops'] must not name any of them (only the
+listed ALLOWED_UNLOWERED ops, which other families own, may appear) and 'compile_failures'
+must be empty; and that compiled groups actually ran.
+"""
+import json
+import os
+import sys
+
+import pytest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from helpers import run_python  # noqa: E402
+
+PRELUDE = r'''
+import json, torch, torch_trn
+import torch.nn.functional as F
+torch.manual_seed(0)
+DEV = torch_trn.device()
+failures = []
+
+def to_dev(a):
+    return a.to(DEV) if isinstance(a, torch.Tensor) else a
+
+def flat(r):
+    return list(r) if isinstance(r, (tuple, list)) else [r]
+
+def check(name, fn, *args, grad=False, atol=1e-5, rtol=1.3e-6):
+    """fn(*args) on CPU and on the device; with grad=True also the gradients of the float
+    tensor args after backward() of the (scalar) result."""
+    cpu_args = [a.detach().clone().requires_grad_(grad and a.is_floating_point())
+                if isinstance(a, torch.Tensor) else a for a in args]
+    dev_args = [to_dev(a.detach()).requires_grad_(grad and a.is_floating_point())
+                if isinstance(a, torch.Tensor) else a for a in args]
+    try:
+        ref = flat(fn(*cpu_args))
+        got = flat(fn(*dev_args))
+        if grad:
+            ref[0].backward()
+            got[0].backward()
+            ref += [a.grad for a in cpu_args if isinstance(a, torch.Tensor) and a.requires_grad]
+            got += [a.grad for a in dev_args if isinstance(a, torch.Tensor) and a.requires_grad]
+        torch_trn.sync()
+        assert len(ref) == len(got), (len(ref), len(got))
+        for r, g in zip(ref, got):
+            torch.testing.assert_close(g.detach().cpu(), r.detach(), equal_nan=True, atol=atol, rtol=rtol)
+    except Exception as e:
+        failures.append(f"{name}: {type(e).__name__}: {str(e)[:400]}")
+
+def finish(allowed_unlowered=()):
+    s = torch_trn.stats()
+    unlowered = {k: v for k, v in s["unlowered_ops"].items() if k.split(".")[0] not in allowed_unlowered}
+    print(json.dumps({"failures": failures, "unlowered": unlowered,
+                      "compile_failures": s["compile_failures"],
+                      "ops_run_compiled": s["ops_run_compiled"]}))
+'''
+
+REDUCTIONS = r'''
+x = torch.randn(6, 10)
+base = torch.randn(10, 12)
+views = {"contig": x, "t": base.t()[:, 1:7].t(), "slice": base[2:8, ::1][:, :10]}
+x3 = torch.randn(3, 4, 5)
+for vn, v in views.items():
+    for name, fn in [
+        ("sum_dim", lambda a: a.sum(1)), ("sum_all", lambda a: a.sum()),
+        ("sum_keep", lambda a: a.sum(0, keepdim=True)), ("sum_dtype", lambda a: a.sum(1, dtype=torch.float64)),
+        ("mean", lambda a: a.mean(0)), ("mean_keep", lambda a: a.mean(1, keepdim=True)), ("mean_all", lambda a: a.mean()),
+        ("prod", lambda a: (a * 0.5 + 1).prod(1)),
+        ("amax", lambda a: a.amax(1)), ("amin_keep", lambda a: a.amin(0, keepdim=True)),
+        ("max_all", lambda a: a.max()), ("min_all", lambda a: a.min()),
+        ("max_dim", lambda a: a.max(1)), ("min_dim_keep", lambda a: a.min(0, keepdim=True)),
+        ("argmax", lambda a: a.argmax()), ("argmax_dim", lambda a: a.argmax(1)),
+        ("argmin_keep", lambda a: a.argmin(0, keepdim=True)),
+        ("var", lambda a: a.var(1)), ("var_c0", lambda a: torch.var(a, 0, correction=0)),
+        ("std_keep", lambda a: a.std(1, keepdim=True)), ("var_mean", lambda a: torch.var_mean(a, 1)),
+        ("std_all", lambda a: a.std()),
+        ("softmax1", lambda a: torch.softmax(a, 1)), ("softmax0", lambda a: torch.softmax(a, 0)),
+        ("log_softmax1", lambda a: torch.log_softmax(a, 1)), ("log_softmax0", lambda a: torch.log_softmax(a, 0)),
+        ("logsumexp", lambda a: torch.logsumexp(a, 1)), ("logsumexp_keep", lambda a: torch.logsumexp(a, 0, keepdim=True)),
+        ("norm2", lambda a: a.norm(dim=1)), ("norm_all", lambda a: torch.linalg.vector_norm(a)),
+        ("norm1", lambda a: torch.linalg.vector_norm(a, 1, dim=0)),
+        ("norm_inf", lambda a: torch.linalg.vector_norm(a, float("inf"), dim=1)),
+        ("all", lambda a: (a > -1.5).all(1)), ("any_keep", lambda a: (a > 1.5).any(0, keepdim=True)),
+        ("any_all", lambda a: (a > 2.0).any()),
+    ]:
+        check(f"{name}[{vn}]", fn, v)
+for name, fn in [("sum_dims", lambda a: a.sum((0, 2))), ("sum_neg", lambda a: a.sum(-1, keepdim=True)),
+                 ("amax_dims", lambda a: a.amax((0, 2), keepdim=True)), ("softmax_mid", lambda a: torch.softmax(a, 1)),
+                 ("max_mid", lambda a: a.max(1)), ("argmax_all3", lambda a: a.argmax()),
+                 ("var_dims", lambda a: a.var((1, 2))), ("sum_unit", lambda a: a[:, :1].sum(1))]:
+    check(name, fn, x3)
+ties = torch.tensor([[1.0, 3.0, 3.0, 0.0], [float("nan"), 2.0, float("nan"), 5.0], [-1.0, -1.0, -2.0, -2.0]])
+check("max_ties_nan", lambda a: a.max(1), ties)
+check("min_ties_nan", lambda a: a.min(1), ties)
+check("argmax_ties_nan", lambda a: a.argmax(1), ties)
+check("amax_nan", lambda a: a.amax(1), ties)
+check("int_sum", lambda a: a.sum(1), torch.randint(-5, 5, (4, 6)))
+check("int_max", lambda a: a.max(0), torch.randint(-5, 5, (4, 6)))
+finish()
+'''
+
+LOSSES = r'''
+x = torch.randn(6, 5)
+t = torch.tensor([0, 4, -100, 2, 2, 1])
+w = torch.rand(5)
+y = torch.randn(6, 5)
+for red in ["none", "mean", "sum"]:
+    check(f"nll[{red}]", lambda a, b: F.nll_loss(a, b, reduction=red), torch.log_softmax(x, 1), t)
+    check(f"nll_w[{red}]", lambda a, b, c: F.nll_loss(a, b, weight=c, reduction=red), torch.log_softmax(x, 1), t, w)
+    check(f"nll_ignore[{red}]", lambda a, b: F.nll_loss(a, b, ignore_index=2, reduction=red), x, torch.tensor([0, 4, 3, 2, 2, 1]))
+    check(f"mse[{red}]", lambda a, b: F.mse_loss(a, b, reduction=red), x, y.t().contiguous().t())
+    check(f"smooth_l1[{red}]", lambda a, b: F.smooth_l1_loss(a, b, reduction=red, beta=0.5), x, y)
+    check(f"huber[{red}]", lambda a, b: F.huber_loss(a, b, reduction=red, delta=0.7), x, y)
+check("nll_1d", lambda a, b: F.nll_loss(a, b), x[0], torch.tensor(3))
+check("nll_2d", lambda a, b: F.nll_loss(a, b), torch.randn(2, 5, 3, 4), torch.randint(0, 5, (2, 3, 4)))
+check("cross_entropy", lambda a, b: F.cross_entropy(a, b), x, t)
+check("cross_entropy_grad", lambda a, b: F.cross_entropy(a, b), x, t, grad=True)
+check("nll_w_grad", lambda a, b: F.nll_loss(torch.log_softmax(a, 1), b, weight=w.to(a.device)), x, t, grad=True)
+check("nll_sum_grad", lambda a, b: F.nll_loss(a, b, reduction="sum"), x, t, grad=True)
+check("mse_grad", lambda a, b: F.mse_loss(a, b), x, y, grad=True)
+check("smooth_l1_grad", lambda a, b: F.smooth_l1_loss(a, b, beta=0.5), x, y, grad=True)
+check("huber_grad", lambda a, b: F.huber_loss(a, b, reduction="sum", delta=0.7), x, y, grad=True)
+finish(allowed_unlowered=("aten::ones_like", "aten::expand", "aten::new_empty_strided", "aten::fill"))
+'''
+
+BACKWARD = r'''
+x = torch.randn(5, 7) * 3
+x[0, :4] = torch.tensor([-3.0, 3.0, 0.0, 1.0])
+g = torch.randn(5, 7)
+acts = [
+    ("relu", F.relu), ("tanh", torch.tanh), ("sigmoid", torch.sigmoid),
+    ("gelu", F.gelu), ("gelu_tanh", lambda a: F.gelu(a, approximate="tanh")), ("silu", F.silu),
+    ("mish", F.mish), ("hardtanh", lambda a: F.hardtanh(a, -2.0, 2.5)),
+    ("leaky_relu", lambda a: F.leaky_relu(a, 0.2)), ("elu", F.elu), ("selu", F.selu), ("celu", lambda a: F.celu(a, 0.7)),
+    ("softplus", lambda a: F.softplus(a, 2.0, 4.0)), ("hardsigmoid", F.hardsigmoid), ("hardswish", F.hardswish),
+    ("softmax", lambda a: torch.softmax(a, 1)), ("softmax0", lambda a: torch.softmax(a, 0)),
+    ("log_softmax", lambda a: torch.log_softmax(a, 1)), ("log_softmax0", lambda a: torch.log_softmax(a, 0)),
+]
+for name, f in acts:
+    check(f"{name}_grad", lambda a, b, f=f: (f(a) * b).sum(), x, g, grad=True)
+    check(f"{name}_grad_t", lambda a, b, f=f: (f(a.t()) * b.t()).sum(), x, g, grad=True)
+p = torch.rand(5, 7) * 0.98 + 0.01
+check("logit_grad", lambda a, b: (torch.logit(a) * b).sum(), p, g, grad=True)
+check("logit_eps_grad", lambda a, b: (torch.logit(a, eps=0.1) * b).sum(), p, g, grad=True)
+check("elu_result", lambda a, b: (F.elu(a.clone(), inplace=True) * b).sum(), x, g, grad=True)
+# aten::logit (forward) belongs to the elementwise family.
+finish(allowed_unlowered=("aten::ones_like", "aten::expand", "aten::new_empty_strided", "aten::fill", "aten::logit"))
+'''
+
+NORMALIZATION = r'''
+x = torch.randn(4, 6, 8)
+w, b = torch.rand(8) + 0.5, torch.randn(8)
+check("layer_norm", lambda a, c, d: F.layer_norm(a, (8,), c, d), x, w, b)
+check("layer_norm_2d", lambda a: F.layer_norm(a, (6, 8)), x)
+check("layer_norm_t", lambda a, c, d: F.layer_norm(a.transpose(0, 2), (4,), c[:4], d[:4]), x, w, b)
+check("native_layer_norm", lambda a, c, d: torch.native_layer_norm(a, (8,), c, d, 1e-5), x, w, b)
+check("layer_norm_grad", lambda a, c, d, e: (F.layer_norm(a, (8,), c, d) * e).sum(), x, w, b, torch.randn(4, 6, 8), grad=True)
+check("layer_norm_grad_nw", lambda a, e: (F.layer_norm(a, (6, 8)) * e).sum(), x, torch.randn(4, 6, 8), grad=True)
+xb = torch.randn(4, 3, 5, 5)
+rm, rv = torch.randn(3) * 0.1, torch.rand(3) + 0.5
+def bn_train(a, c, d, m, v):
+    m, v = m.clone(), v.clone()
+    out = F.batch_norm(a, m, v, c, d, training=True, momentum=0.2)
+    return out, m, v
+check("batch_norm_train", bn_train, xb, torch.rand(3) + 0.5, torch.randn(3), rm, rv)
+check("batch_norm_train_2d", lambda a: F.batch_norm(a, None, None, training=True), torch.randn(8, 5))
+check("native_batch_norm", lambda a, c, d: torch.native_batch_norm(a, c, d, None, None, True, 0.1, 1e-5),
+      xb, torch.rand(3), torch.randn(3))
+check("batch_norm_grad", lambda a, c, d, e: (F.batch_norm(a, None, None, c, d, training=True) * e).sum(),
+      xb, torch.rand(3) + 0.5, torch.randn(3), torch.randn(4, 3, 5, 5), grad=True)
+check("batch_norm_grad_nw", lambda a, e: (F.batch_norm(a, None, None, training=True) * e).sum(),
+      torch.randn(6, 4), torch.randn(6, 4), grad=True)
+finish(allowed_unlowered=("aten::ones_like", "aten::expand", "aten::new_empty_strided", "aten::fill"))
+'''
+
+
+def _run(code):
+    proc = run_python(PRELUDE + code, env={"NEURON_MODE": "compile"})
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    report = json.loads(proc.stdout.strip().splitlines()[-1])
+    return report
+
+
+@pytest.mark.parametrize("family", ["reductions", "losses", "backward", "normalization"])
+def test_lowerings_match_cpu_and_compile(family):
+    code = {"reductions": REDUCTIONS, "losses": LOSSES, "backward": BACKWARD, "normalization": NORMALIZATION}[family]
+    report = _run(code)
+    assert report["failures"] == [], "\n".join(report["failures"])
+    assert report["unlowered"] == {}, report["unlowered"]
+    assert report["compile_failures"] == {}, report["compile_failures"]
+    assert report["ops_run_compiled"] > 0
