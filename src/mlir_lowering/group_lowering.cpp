@@ -560,6 +560,18 @@ std::vector<View> GroupLowering::ReduceMulti(const View& in, const std::vector<i
                                              const MultiCombineFn& combine) {
   const int64_t rank = in.rank();
   const ReductionLoops loops = LoopsOf(in, dims);
+  for (int64_t d : loops.reduced) {
+    // linalg derives loop bounds from indexing-map results that are plain dims; a reduced dim
+    // only broadcast (stride 0) or combined (d0 * 16 + d1, a reshaped view) has none: reduce a
+    // copy with the identity map instead.
+    bool plain = false;
+    for (const AffineTerm& t : in.map) {
+      plain = plain || (t.constant == 0 && t.coeffs.size() == 1 && t.coeffs[0].first == d && t.coeffs[0].second == 1);
+    }
+    if (!plain) {
+      return ReduceMulti(View::Whole(Materialize(in), in.sizes, in.dtype), dims, keepdim, accs, combine);
+    }
+  }
   const std::vector<int64_t>& out_shape = loops.out_shape;
   std::vector<std::string> out_exprs;
   for (int64_t k : loops.kept) {
