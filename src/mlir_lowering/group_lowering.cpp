@@ -632,6 +632,18 @@ std::string GroupLowering::Materialize(const View& v) {
       .base;
 }
 
+absl::Status GroupLowering::Check(const View& bad, std::string message) {
+  if (bad.dtype != c10::kBool) {
+    return absl::InternalError("Check takes a bool view");
+  }
+  std::vector<int64_t> all(bad.rank());
+  std::iota(all.begin(), all.end(), 0);
+  View count = Reduce(bad, all, /*keepdim=*/false, c10::kLong, 0,
+                      [](ScalarBuilder& b, const Scalar& acc, const Scalar& x) { return b.Add(acc, b.Cast(x, c10::kLong)); });
+  checks_.emplace_back(Materialize(count), GroupCheck{current_index(), std::move(message)});
+  return absl::OkStatus();
+}
+
 absl::Status GroupLowering::Extern() {
   const runtime::OpRecord& r = current();
   const c10::FunctionSchema& schema = r.op.schema();
@@ -762,6 +774,11 @@ absl::StatusOr<LoweredGroup> GroupLowering::Finish() {
       g.outputs.push_back(GroupOutput{w.tensor, staged});
       g.bytes_written += Numel(w.geo.sizes) * static_cast<int64_t>(c10::elementSize(w.geo.dtype));
     }
+  }
+  for (const auto& [ssa, check] : checks_) {
+    results.push_back(ssa);
+    result_types.push_back(absl::StrCat(TensorType({}, c10::kLong), " ", StridesAttr({})));
+    g.checks.push_back(check);
   }
   std::vector<std::string> params = {"%ctx: i64"};
   if (!params_.empty()) {

@@ -123,6 +123,13 @@ struct GroupOutput {
   bool staged = false;  // through a scratch buffer (overlaps an input)
 };
 
+// A check the compiled code evaluates (a device-side assert): after the call, a non-zero count
+// fails the run with an IndexError naming the op.
+struct GroupCheck {
+  int64_t op_index = 0;  // the op (in the group) the check belongs to
+  std::string message;
+};
+
 struct LoweredGroup {
   std::string mlir;
   std::string func = "group";
@@ -132,6 +139,8 @@ struct LoweredGroup {
   std::vector<std::pair<int64_t, int64_t>> param_args;
   std::vector<at::Tensor> inputs;  // device views, in argument order (after %ctx and params)
   std::vector<GroupOutput> outputs;
+  // One rank-0 int64 result per check, returned after the outputs.
+  std::vector<GroupCheck> checks;
   int64_t externs = 0;             // runtime calls in the group
   int64_t bytes_written = 0;       // bytes the compiled code stores into device buffers
   int64_t temporaries = 0;         // written views kept out of device memory
@@ -195,6 +204,10 @@ class GroupLowering {
                                 const MultiCombineFn& combine);
   // A tensor SSA value holding exactly `v` (a copy only when v is not whole).
   std::string Materialize(const View& v);
+  // Makes the run fail (IndexError "<message>", blamed on the current op) when any element of
+  // `bad` (a bool view) is true. Compiled code cannot raise; the runtime checks the count after
+  // the call, so the error surfaces like the eager kernel's.
+  absl::Status Check(const View& bad, std::string message);
   // Lowers the current op as a call into the runtime (ATen's CPU kernel on the buffers).
   // Only for ops that write nothing but their returns (functional or out=).
   absl::Status Extern();
@@ -237,6 +250,7 @@ class GroupLowering {
   std::string params_body_;  // extracts of the runtime scalars (function entry)
   int64_t externs_ = 0;
   int64_t writes_ = 0;
+  std::vector<std::pair<std::string, GroupCheck>> checks_;  // (count SSA, check)
 };
 
 }  // namespace trn::mlir_lowering

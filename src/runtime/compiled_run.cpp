@@ -159,9 +159,9 @@ void* ExternEntry(int tensors) {
 absl::Status RunCompiledUnit(const CompiledUnit& unit, const std::vector<OpRecord>& ops, int64_t* failed_op) {
   static constexpr auto kCallers = MakeCallers(std::make_index_sequence<kMaxCompiledArgs + 1>{});
   const CompiledCode& code = *unit.code;
-  const size_t nargs = 1 + unit.inputs.size() + unit.outputs.size();
+  const size_t nargs = 1 + unit.inputs.size() + unit.outputs.size() + unit.checks.size();
   if (static_cast<int>(unit.inputs.size()) != code.num_inputs ||
-      static_cast<int>(unit.outputs.size()) != code.num_outputs || nargs > kMaxCompiledArgs + 0u) {
+      static_cast<int>(unit.outputs.size() + unit.checks.size()) != code.num_outputs || nargs > kMaxCompiledArgs + 0u) {
     return absl::InternalError(absl::StrCat("compiled group called with ", unit.inputs.size(), " inputs and ",
                                             unit.outputs.size(), " outputs; it takes ", code.num_inputs, " and ",
                                             code.num_outputs));
@@ -190,10 +190,22 @@ absl::Status RunCompiledUnit(const CompiledUnit& unit, const std::vector<OpRecor
       }
       argv.push_back(descs.back().data());
     }
+    std::vector<int64_t> counts(unit.checks.size(), 0);
+    for (int64_t& count : counts) {
+      const int64_t base = reinterpret_cast<int64_t>(&count);
+      descs.push_back({base, base, 0});  // rank-0 int64 descriptor
+      argv.push_back(descs.back().data());
+    }
     kCallers[nargs](code.entry, argv.data());
     if (!ctx.status.ok()) {
       *failed_op = ctx.failed_op;
       return ctx.status;
+    }
+    for (size_t i = 0; i < counts.size(); ++i) {
+      if (counts[i] != 0) {
+        *failed_op = unit.checks[i].op_index;
+        return MakeOpError(ErrorKind::kIndex, unit.checks[i].message);
+      }
     }
     for (size_t i = 0; i < unit.outputs.size(); ++i) {
       if (unit.outputs[i].staged) {

@@ -43,12 +43,20 @@ struct OutputBuffer {
   bool staged = false;  // written to a scratch buffer, then copied into `tensor`
 };
 
+// A device-side check: the code returns a count; non-zero fails the run (an IndexError blamed on
+// the group's op `op_index`).
+struct CheckSlot {
+  int64_t op_index = 0;
+  std::string message;
+};
+
 // One run of a compiled group: the code plus this run's buffers (same geometry as the buffers
 // the code was compiled for: the group key guarantees it).
 struct CompiledUnit {
   std::shared_ptr<const CompiledCode> code;
   std::vector<at::Tensor> inputs;
   std::vector<OutputBuffer> outputs;
+  std::vector<CheckSlot> checks;  // results after the outputs
   int64_t bytes_written = 0;
 };
 

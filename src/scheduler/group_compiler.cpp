@@ -80,7 +80,7 @@ runtime::CodeCache::Entry GroupCompiler::Compile(const GroupKey& key, const mlir
   code->entry = (*loaded)->entry();
   code->keep_alive = std::shared_ptr<const mlir_lowering::LoadedObject>(std::move(*loaded));
   code->num_inputs = static_cast<int>(lowered.inputs.size()) + (lowered.params.defined() ? 1 : 0);
-  code->num_outputs = static_cast<int>(lowered.outputs.size());
+  code->num_outputs = static_cast<int>(lowered.outputs.size() + lowered.checks.size());
   code->opt_level = options_.opt_level;
   return std::shared_ptr<const runtime::CompiledCode>(std::move(code));
 }

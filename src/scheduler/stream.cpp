@@ -83,7 +83,12 @@ void Stream::Flush() {
           inputs.push_back(lowered.params);  // the runtime scalars come first
         }
         inputs.insert(inputs.end(), lowered.inputs.begin(), lowered.inputs.end());
-        unit.compiled = runtime::CompiledUnit{*code, std::move(inputs), std::move(outputs), lowered.bytes_written};
+        std::vector<runtime::CheckSlot> checks;
+        for (const mlir_lowering::GroupCheck& c : lowered.checks) {
+          checks.push_back(runtime::CheckSlot{c.op_index, c.message});
+        }
+        unit.compiled = runtime::CompiledUnit{*code, std::move(inputs), std::move(outputs), std::move(checks),
+                                              lowered.bytes_written};
       }
     }
     unit.ops = std::move(p.ops);

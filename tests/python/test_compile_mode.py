@@ -160,3 +160,27 @@ def test_views_and_in_place_updates_inside_a_group():
     a.add_(1)
     assert out["d"] == a.tolist()
     assert out["u"] == u.tolist()
+
+
+def test_device_side_check_raises_index_error_at_the_ops_line():
+    proc = run_python("""
+        import torch, torch_trn
+        import torch.nn.functional as F
+        x = torch.randn(4, 5).to("neuron")
+        t = torch.tensor([1, 7, 0, 2]).to("neuron")      # 7 is not a class of 5
+        loss = F.nll_loss(x.log_softmax(1), t)  # MARK-NLL
+        try:
+            loss.item()
+        except IndexError as e:
+            print("CAUGHT", e)
+        s = torch_trn.stats()
+        print("COMPILED", s["groups_run_compiled"], "UNLOWERED", sorted(s["unlowered_ops"]))
+        print("AFTER", F.nll_loss(x.log_softmax(1), torch.tensor([1, 4, 0, 2]).to("neuron")).item() > 0)
+    """, env=COMPILE)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = proc.stdout
+    assert "CAUGHT aten::nll_loss_forward" in out, out
+    assert "<string>:6" in out, f"the error does not name the op's line:\n{out}"
+    assert "out of bounds" in out
+    assert "UNLOWERED []" in out, out           # the loss ran compiled: the check is the device's
+    assert "AFTER True" in out, out              # the device keeps working after the error

@@ -4,9 +4,9 @@
 //
 // nll_loss gathers input[.., target, ..] with tensor.extract inside a linalg.generic body. The
 // class index is clamped into [0, C) before the read, so no access is ever out of bounds. ATen
-// raises on a target outside [0, C) that is not ignore_index; compiled code cannot raise, so
-// such an element yields NaN in the loss (and in total_weight, and its row of grad_input):
-// visibly poisoned rather than a plausible wrong value.
+// raises IndexError on a target outside [0, C) that is not ignore_index; here a device-side
+// check (GroupLowering::Check) counts such targets and the run fails with that IndexError,
+// naming the op and its source line.
 #include <limits>
 
 #include "absl/strings/str_cat.h"
@@ -76,11 +76,18 @@ TargetInfo Classify(ScalarBuilder& b, const Nll& n, const Scalar& raw) {
   return {b.Select(valid, tg, b.Constant(0, c10::kLong)), valid, keep};
 }
 
-// 0 where ignored, NaN where the target is invalid, else v.
+// 0 where ignored or invalid (an invalid target fails the run: CheckTargets), else v.
 Scalar MaskTarget(ScalarBuilder& b, const TargetInfo& ti, const Scalar& v) {
-  Scalar r = b.Select(ti.keep, v, Const(b, 0, v.dtype));
-  Scalar bad = b.And(b.Not(ti.valid), ti.keep);
-  return b.Select(bad, Const(b, std::numeric_limits<double>::quiet_NaN(), v.dtype), r);
+  return b.Select(b.And(ti.keep, ti.valid), v, Const(b, 0, v.dtype));
+}
+
+// Fails the run (IndexError) if a target that is not ignore_index lies outside [0, C).
+absl::Status CheckTargets(GroupLowering& g, const Nll& n) {
+  View bad = g.Pointwise({Operand::Of(n.target)}, n.target.sizes, c10::kBool, [&](ScalarBuilder& b, const Args& a) {
+    TargetInfo ti = Classify(b, n, a[0]);
+    return b.And(b.Not(ti.valid), ti.keep);
+  });
+  return g.Check(bad, "Target is out of bounds (a class index outside [0, C) that is not ignore_index).");
 }
 
 // Per target element: the loss -input[.., t, ..] * w[t] (want_weight: w[t]), masked.
@@ -107,6 +114,7 @@ absl::Status NllLossForward(GroupLowering& g, const runtime::OpRecord&) {
   if (!out.defined() || !total.defined()) {
     return absl::UnimplementedError("nll_loss without outputs");
   }
+  TRN_RETURN_IF_ERROR(CheckTargets(g, n));
   const std::string xs = g.Materialize(n.self);
   const std::string ws = n.weight.has_value() ? g.Materialize(*n.weight) : "";
   View loss = NllElements(g, n, xs, ws, false);
@@ -129,6 +137,7 @@ absl::Status NllLossForward(GroupLowering& g, const runtime::OpRecord&) {
 
 absl::Status NllLossBackward(GroupLowering& g, const runtime::OpRecord&) {
   TRN_ASSIGN_OR_RETURN(Nll n, ReadNll(g));
+  TRN_RETURN_IF_ERROR(CheckTargets(g, n));
   TRN_ASSIGN_OR_RETURN(View go, TensorArg(g, "grad_output"));
   TRN_ASSIGN_OR_RETURN(View tw, TensorArg(g, "total_weight"));
   const int64_t rank = n.self.rank();
