@@ -2,7 +2,8 @@
 
     python3 bench/compile_latency.py [--steps 2]
 
-Runs each model's training loop in compile mode in a fresh process per (model, level) and prints
+Runs each model's training loop in compile mode in a fresh process per (model, level: --levels,
+default 0,3) and prints
 the median / p90 / max wall time of one group compile (MLIR text -> host pipeline -> LLVM ->
 object -> loaded), the number of groups and the ops per group, and the O3/O0 ratio.
 """
@@ -34,11 +35,13 @@ def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--steps", type=int, default=2)
     p.add_argument("--models", default="mlp,cnn,gpt")
+    p.add_argument("--levels", default="0,3", help="LLVM levels to compare (first and last give the ratio)")
     args = p.parse_args()
     print(f"{'model':<6}{'level':>6}{'groups':>8}{'ops/group':>10}{'median ms':>11}{'p90 ms':>8}{'max ms':>8}")
     medians = {}
     for name in args.models.split(","):
-        for level in (0, 3):
+        levels = [int(v) for v in args.levels.split(",")]
+        for level in levels:
             env = dict(os.environ, NEURON_MODE="compile", NEURON_OPT_LEVEL=str(level),
                        PYTHONPATH=os.path.join(REPO, "python"))
             proc = subprocess.run([sys.executable, "-c", WORKER, name, os.path.join(REPO, "tests", "python"),
@@ -51,8 +54,9 @@ def main():
             medians[(name, level)] = med
             print(f"{name:<6}{level:>6}{len(ms):>8}{r['ops'] / max(r['groups'], 1):>10.1f}{med:>11.1f}"
                   f"{ms[int(0.9 * (len(ms) - 1))]:>8.1f}{ms[-1]:>8.1f}")
+    lo, hi = levels[0], levels[-1]
     for name in args.models.split(","):
-        print(f"{name}: median O3 / O0 = {medians[(name, 3)] / medians[(name, 0)]:.1f}x")
+        print(f"{name}: median O{hi} / O{lo} = {medians[(name, hi)] / medians[(name, lo)]:.1f}x")
 
 
 if __name__ == "__main__":

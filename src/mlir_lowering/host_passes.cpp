@@ -346,7 +346,18 @@ struct MathApproximationPass
   void runOnOperation() override {
     mlir::RewritePatternSet patterns(&getContext());
     mlir::populateMathPolynomialApproximationPatterns(patterns);
-    if (mlir::failed(mlir::applyPatternsAndFoldGreedily(getOperation(), std::move(patterns)))) {
+    // atan/atan2 (max error ~2e-4) and expm1 (cancellation near 0) are not accurate enough for
+    // float32 results: they stay libm calls. The patterns are rooted at the op they replace,
+    // so rewriting only the listed roots leaves those alone.
+    llvm::SmallVector<mlir::Operation*> roots;
+    getOperation()->walk([&](mlir::Operation* op) {
+      if (op->getDialect() != nullptr && op->getDialect()->getNamespace() == "math" &&
+          !llvm::isa<mlir::math::AtanOp, mlir::math::Atan2Op, mlir::math::ExpM1Op>(op)) {
+        roots.push_back(op);
+      }
+    });
+    if (mlir::failed(mlir::applyOpPatternsAndFold(roots, std::move(patterns),
+                                                  mlir::GreedyRewriteStrictness::ExistingAndNewOps))) {
       return signalPassFailure();
     }
   }

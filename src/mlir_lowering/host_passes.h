@@ -60,8 +60,9 @@ std::unique_ptr<mlir::Pass> createExternCallsPass();
 std::unique_ptr<mlir::Pass> createStaticStridesPass();
 
 // `trn-math-approximation` (func pass): MLIR's polynomial approximations of f32 transcendental
-// math ops (exp, log, tanh, erf, sin, cos, atan, ...), so they stay inline arithmetic that LLVM
-// vectorises instead of libm calls.
+// math ops (exp, log, tanh, erf, sin, cos, ...), so they stay inline arithmetic that LLVM
+// vectorises instead of libm calls. atan, atan2 and expm1 are left to libm (their
+// approximations miss float32 accuracy).
 std::unique_ptr<mlir::Pass> createMathApproximationPass();
 
 // Registers all passes above with MLIR's global registry. Idempotent.

@@ -529,7 +529,9 @@ def run_parent(args):
         print(f"[opinfo] worker outputs kept in {tmpdir}")
 
     # ---- classify against expectations
-    exp = load_expected(args.expected)
+    exp = {}
+    for path in args.expected or [DEFAULT_EXPECTED]:
+        exp.update(load_expected(path))
     used = set()
     counts = collections.Counter()
     unexpected, xfails, xpasses = [], [], []
@@ -639,7 +641,8 @@ def main(argv=None):
                    help="a worker stuck this long in one sample dumps its stack and exits")
     p.add_argument("--ops-filter", default=None, help="regex on 'op.variant'")
     p.add_argument("--quick", action="store_true", help="every 4th op (deterministic subset)")
-    p.add_argument("--expected", default=DEFAULT_EXPECTED)
+    p.add_argument("--expected", action="append", default=None,
+                   help="expectations file (repeatable; default: tests/opinfo_expected_failures.txt)")
     p.add_argument("--summary", default=None, help="write the JSON summary here")
     p.add_argument("--show", type=int, default=50)
     p.add_argument("--top", type=int, default=15)

@@ -36,6 +36,8 @@ def test_opinfo_registry(request, tmp_path, mode):
     env = dict(os.environ)
     if mode == "compile":
         env.setdefault("NEURON_OPT_LEVEL", "0")
+        cmd += ["--expected", os.path.join(REPO, "tests", "opinfo_expected_failures.txt"),
+                "--expected", os.path.join(REPO, "tests", "opinfo_expected_failures_compile.txt")]
     env["PYTHONPATH"] = os.path.join(REPO, "python") + (
         os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=3600)
