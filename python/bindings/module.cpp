@@ -12,6 +12,7 @@
 #include "absl/synchronization/mutex.h"
 #include "mlir_lowering/host_jit.h"
 #include "python/bindings/source_capture.h"
+#include "runtime/profiler.h"
 #include "runtime/blocking.h"
 #include "mlir_lowering/lowering_registry.h"
 #include "runtime/knobs.h"
@@ -70,6 +71,9 @@ py::dict OpDict(const runtime::ExecutedOp& op) {
   d["function"] = loc.function;
   d["seq"] = op.seq;
   d["failed"] = op.failed;
+  d["group"] = op.group_key.empty() ? py::object(py::none()) : py::object(py::str(op.group_key));
+  d["group_ops"] = op.group_ops;
+  d["compiled"] = op.compiled;
   return d;
 }
 
@@ -81,10 +85,7 @@ void Init(const std::vector<std::string>& library_prefixes) {
   trace::SetSourceHook(&CaptureSource);
   runtime::SetBlockingHooks(&ReleaseGil, &RestoreGil);
   trace::DeviceState& state = StateOrRaise();
-  if (state.knobs.mode == runtime::Mode::kAdaptive && state.knobs.log_level >= 1) {
-    PySys_WriteStderr("torch_trn: NEURON_MODE=%s is not implemented yet; running in eager mode\n",
-                      std::string(runtime::ModeName(state.knobs.mode)).c_str());
-  }
+  (void)state;
 }
 
 void Sync() {
@@ -132,6 +133,10 @@ py::dict Stats() {
   out["compiles"] = s.compiles;
   out["compile_ms"] = s.compile_ms;
   out["compile_cache_hits"] = s.compile_cache_hits;
+  out["tier_ups"] = s.tier_ups;
+  out["ops_awaiting_compile"] = s.ops_awaiting_compile;
+  out["groups_awaiting_compile"] = s.groups_awaiting_compile;
+  out["compile_queue_full"] = s.compile_queue_full;
   out["compile_cache_entries"] = state.stream.compiler().cache().size();
   py::dict unlowered, failures;
   for (const auto& [op, count] : s.unlowered_ops) {
@@ -215,5 +220,23 @@ PYBIND11_MODULE(_C, m) {
         "Wall milliseconds of each group compile in this process (MLIR -> object -> loaded).");
   m.def("lowered_ops", [] { return trn::mlir_lowering::LoweringRegistry::Global().Names(); },
         "ATen ops with a lowering (schema names; overloads and in-place forms count once).");
+  m.def("wait_for_compiles", [] { StateOrRaise().stream.WaitForCompiles(); },
+        "adaptive mode: blocks until no background compile is queued or running.");
+  m.def("shutdown_compiles", [] { StateOrRaise().stream.ShutdownCompiles(); },
+        "Stops the background compilers (queued compiles are dropped). Called at exit.");
+  m.def("profile_start", [] {
+    trn::trace::DeviceState& state = StateOrRaise();
+    absl::Status status = trn::runtime::profiler::Start(std::string(trn::runtime::ModeName(state.knobs.mode)));
+    if (!status.ok()) Raise(status);
+  }, "Starts recording profile events (RuntimeError if a profile is active).");
+  m.def("profile_stop", [](const std::string& path) {
+    absl::Status status;
+    {
+      py::gil_scoped_release no_gil;
+      status = trn::runtime::profiler::StopAndWrite(path);
+    }
+    if (!status.ok()) Raise(status);
+  }, py::arg("path"), "Stops the active profile and writes its Chrome trace-event JSON to path.");
+  m.def("profile_active", [] { return trn::runtime::profiler::Active(); });
   m.def("mlir_selftest", &MlirSelfTest, "JIT-compiles and runs a small MLIR function in this process.");
 }

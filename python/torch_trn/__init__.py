@@ -86,8 +86,50 @@ def last_ops(n: int = 10) -> list:
 
 
 def current_op():
-    """The op executing right now (a dict like last_ops' entries), or None."""
+    """The op executing right now, or None; callable from any thread.
+
+    A dict like last_ops' entries (op, file, line, function, seq) plus `group` (the hex key of
+    the op's group, or None), `group_ops` and `compiled`: when a group runs as compiled code the
+    whole group is one call, and the dict names the group's first op.
+    """
     return _C.current_op()
+
+
+def wait_for_compiles() -> None:
+    """adaptive mode: blocks until every queued background compile (tier-ups included) is done.
+
+    Never needed for correctness; benchmarks and tests use it to measure the fully compiled state.
+    """
+    _C.wait_for_compiles()
+
+
+class profile:
+    """Records the overlap timeline of the code inside the block and writes it to `path`.
+
+        with torch_trn.profile("trace.json"):
+            train_step()
+
+    The file is Chrome trace-event JSON (open it in https://ui.perfetto.dev or chrome://tracing):
+    one lane per thread (recording, executor, compile workers) with every recorded op, every
+    compile and every executed group, each with its source lines. `python3 -m torch_trn.timeline
+    trace.json -o trace.png` renders it and prints a summary. The block ends with a sync, so
+    the timeline covers the execution of everything recorded inside it.
+    """
+
+    def __init__(self, path):
+        self.path = _os.fspath(path)
+
+    def __enter__(self):
+        _C.profile_start()
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        try:
+            if exc_type is None:
+                _C.sync()
+        finally:
+            _C.profile_stop(self.path)
+        return False
 
 
 def knobs() -> list:
@@ -95,13 +137,27 @@ def knobs() -> list:
     return _C.knobs()
 
 
+_PROFILE_PATH = _os.environ.get("NEURON_PROFILE")
+if _PROFILE_PATH:
+    _C.profile_start()
+
+
 def _drain_at_exit():
     try:
         _C.sync()
     except Exception:  # an error nobody synced for: the process is ending anyway
         pass
+    if _PROFILE_PATH and _C.profile_active():
+        try:
+            _C.profile_stop(_PROFILE_PATH)
+        except Exception as e:  # noqa: BLE001  (report, never mask the program's exit status)
+            import sys
+            print(f"torch_trn: could not write NEURON_PROFILE={_PROFILE_PATH}: {e}", file=sys.stderr)
+    # Stop background compilers before the interpreter (and LLVM's statics) go away.
+    _C.shutdown_compiles()
 
 
 _atexit.register(_drain_at_exit)
 
-__all__ = ["device", "sync", "mode", "stats", "reset_stats", "last_ops", "current_op", "knobs"]
+__all__ = ["device", "sync", "mode", "stats", "reset_stats", "last_ops", "current_op", "knobs",
+           "wait_for_compiles", "profile"]

@@ -744,12 +744,28 @@ absl::Status GroupLowering::Extern() {
   return absl::OkStatus();
 }
 
-absl::StatusOr<LoweredGroup> GroupLowering::Finish() {
+absl::StatusOr<LoweredGroup> GroupLowering::Finish(const EarlierRefs* earlier) {
   LoweredGroup g;
   std::vector<std::string> results, result_types;
   absl::flat_hash_set<std::string> returned;
+  // A storage is live when something besides this group's records and earlier unfinished work
+  // references it: a user's tensor, autograd, or a later op.
+  std::vector<bool> live_buffers(buffers_.size());
+  auto decide = [&](const std::function<int64_t(const c10::StorageImpl*)>& held_earlier) {
+    for (size_t i = 0; i < buffers_.size(); ++i) {
+      const Buffer& b = buffers_[i];
+      const int64_t refs = static_cast<int64_t>(c10::raw::intrusive_ptr::use_count(b.storage));
+      live_buffers[i] = refs - held_earlier(b.storage) > static_cast<int64_t>(b.impls.size());
+    }
+  };
+  if (earlier != nullptr && earlier->mu != nullptr) {
+    absl::MutexLock lock(earlier->mu);
+    decide(earlier->count);
+  } else {
+    decide([](const c10::StorageImpl*) { return int64_t{0}; });
+  }
   for (Buffer& b : buffers_) {
-    const bool live = c10::raw::intrusive_ptr::use_count(b.storage) > b.impls.size();
+    const bool live = live_buffers[static_cast<size_t>(b.id)];
     for (Write_& w : b.writes) {
       if (!live) {
         ++g.temporaries;

@@ -38,10 +38,20 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "mlir_lowering/mlir_text.h"
 #include "runtime/op_record.h"
 
 namespace trn::mlir_lowering {
+
+// Storage references held by *earlier* stream work that has not finished yet (units queued on
+// or running in the executor). They are not future readers, so they must not make a write an
+// output; without subtracting them, liveness (and so the group key) would depend on how far
+// the executor has got: keys would change with timing and the cache would miss.
+struct EarlierRefs {
+  absl::Mutex* mu = nullptr;  // held while the counts and the storages' use counts are read
+  std::function<int64_t(const c10::StorageImpl*)> count;  // called with *mu held
+};
 
 struct TensorGeometry {
   std::vector<int64_t> sizes;
@@ -164,7 +174,8 @@ class GroupLowering {
   absl::Status Add(const runtime::OpRecord& record);
   int64_t size() const { return static_cast<int64_t>(ops_.size()); }
   // Decides outputs and temporaries (see the file comment) and returns the module.
-  absl::StatusOr<LoweredGroup> Finish();
+  // `earlier`: references held by earlier stream work (see EarlierRefs); null: none.
+  absl::StatusOr<LoweredGroup> Finish(const EarlierRefs* earlier = nullptr);
 
   // ---- API for op lowerings ----
   const runtime::OpRecord& current() const { return *ops_.back(); }

@@ -2,34 +2,63 @@
 
 namespace trn::runtime {
 
-CodeCache::Entry CodeCache::GetOrCompile(const std::string& key, const std::function<Entry()>& compile, bool* hit) {
-  {
-    absl::MutexLock lock(&mu_);
-    auto ready = [this, &key]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return !in_flight_.contains(key); };
-    mu_.Await(absl::Condition(&ready));
-    auto it = entries_.find(key);
-    if (it != entries_.end()) {
-      *hit = true;
-      return it->second;
-    }
-    in_flight_.insert(key);
-  }
-  *hit = false;
-  Entry entry = compile();
+CodeSlot::Code CodeSlot::code() const {
   absl::MutexLock lock(&mu_);
-  in_flight_.erase(key);
-  entries_.insert_or_assign(key, entry);
-  return entry;
+  return code_;
+}
+
+absl::Status CodeSlot::failure() const {
+  absl::MutexLock lock(&mu_);
+  return code_ != nullptr ? absl::OkStatus() : failure_;
+}
+
+void CodeSlot::Publish(Code code, int tier) {
+  absl::MutexLock lock(&mu_);
+  if (code_ == nullptr || tier > tier_) {
+    code_ = std::move(code);
+    tier_ = tier;
+  }
+}
+
+void CodeSlot::Fail(absl::Status status) {
+  absl::MutexLock lock(&mu_);
+  if (failure_.ok()) {
+    failure_ = std::move(status);
+  }
+}
+
+absl::StatusOr<CodeSlot::Code> CodeSlot::Await() const {
+  absl::MutexLock lock(&mu_);
+  mu_.Await(absl::Condition(this, &CodeSlot::Settled));
+  if (code_ != nullptr) {
+    return code_;
+  }
+  return failure_;
+}
+
+std::shared_ptr<CodeSlot> CodeCache::Lookup(const std::string& key, bool* created) {
+  absl::MutexLock lock(&mu_);
+  auto [it, inserted] = slots_.try_emplace(key);
+  if (inserted) {
+    it->second = std::make_shared<CodeSlot>();
+  }
+  *created = inserted;
+  return it->second;
+}
+
+void CodeCache::Erase(const std::string& key) {
+  absl::MutexLock lock(&mu_);
+  slots_.erase(key);
 }
 
 int64_t CodeCache::size() const {
   absl::MutexLock lock(&mu_);
-  return static_cast<int64_t>(entries_.size());
+  return static_cast<int64_t>(slots_.size());
 }
 
 void CodeCache::Clear() {
   absl::MutexLock lock(&mu_);
-  entries_.clear();
+  slots_.clear();
 }
 
 }  // namespace trn::runtime

@@ -36,6 +36,7 @@ struct CompiledCode {
   int num_inputs = 0;
   int num_outputs = 0;
   int opt_level = 0;
+  int tier = 0;  // 0: first build; 1: optimised rebuild (adaptive tiering)
 };
 
 struct OutputBuffer {

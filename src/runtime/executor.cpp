@@ -1,9 +1,14 @@
 #include "runtime/executor.h"
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
+#include "runtime/host_view.h"
 #include "runtime/blocking.h"
 #include "runtime/op_error.h"
 #include "runtime/op_runner.h"
+#include "runtime/profiler.h"
+
+#include <algorithm>
 
 namespace trn::runtime {
 
@@ -50,7 +55,55 @@ void Executor::ReraiseWarnings() {
 }
 
 Executor::Executor(ExecutorOptions options, Stats* stats)
-    : options_(options), stats_(stats), thread_([this] { Loop(); }) {}
+    : options_(options), stats_(stats), thread_([this] { Loop(); }) {
+  earlier_refs_.mu = &refs_mu_;
+  earlier_refs_.count = [this](const c10::StorageImpl* s) ABSL_NO_THREAD_SAFETY_ANALYSIS {
+    auto it = in_flight_refs_.find(s);
+    return it == in_flight_refs_.end() ? int64_t{0} : it->second;
+  };
+}
+
+void Executor::HoldRefs(ExecUnit& unit) {
+  if (!options_.track_refs) {
+    return;
+  }
+  absl::flat_hash_map<const c10::StorageImpl*, absl::flat_hash_set<const c10::TensorImpl*>> impls;
+  auto note = [&](const at::Tensor& t) {
+    if (t.defined() && t.has_storage() && IsDeviceTensor(t)) {
+      impls[t.storage().unsafeGetStorageImpl()].insert(t.unsafeGetTensorImpl());
+    }
+  };
+  for (const OpRecord& r : unit.ops) {
+    for (const c10::IValue& v : r.args) ForEachTensor(v, note);
+    for (const c10::IValue& v : r.outputs) ForEachTensor(v, note);
+  }
+  if (unit.compiled.has_value()) {
+    for (const at::Tensor& t : unit.compiled->inputs) note(t);
+    for (const OutputBuffer& o : unit.compiled->outputs) note(o.tensor);
+  }
+  unit.held_refs.reserve(impls.size());
+  absl::MutexLock lock(&refs_mu_);
+  for (const auto& [storage, set] : impls) {
+    const int64_t n = static_cast<int64_t>(set.size());
+    unit.held_refs.emplace_back(storage, n);
+    in_flight_refs_[storage] += n;
+  }
+}
+
+void Executor::ReleaseUnit(ExecUnit& unit) {
+  // Drop the snapshots (storage references) before reporting completion; with the counts, under
+  // refs_mu_ (see EarlierRefs).
+  absl::MutexLock lock(&refs_mu_);
+  for (const auto& [storage, n] : unit.held_refs) {
+    auto it = in_flight_refs_.find(storage);
+    if (it != in_flight_refs_.end() && (it->second -= n) <= 0) {
+      in_flight_refs_.erase(it);
+    }
+  }
+  unit.held_refs.clear();
+  unit.ops.clear();
+  unit.compiled.reset();
+}
 
 Executor::~Executor() {
   {
@@ -71,6 +124,7 @@ void Executor::Submit(OpRecord record) {
 
 void Executor::Submit(ExecUnit unit) {
   const int64_t n = static_cast<int64_t>(unit.ops.size());
+  HoldRefs(unit);
   {
     absl::MutexLock lock(&mu_);
     if (HasRoom()) {
@@ -129,6 +183,7 @@ std::optional<ExecutedOp> Executor::CurrentOp() const {
 void Executor::Loop() {
   ExecutorWarningHandler handler(this);
   c10::WarningUtils::WarningHandlerGuard guard(&handler);
+  profiler::NameThisThread("executor");
   while (true) {
     std::optional<ExecUnit> unit;
     bool poisoned = false;
@@ -143,56 +198,133 @@ void Executor::Loop() {
       // running_ is set in the same critical section as the pop: Wait() must never see an
       // empty queue and nothing running while a unit is in hand.
       const OpRecord& first = unit->ops.front();
-      running_ = ExecutedOp{OpName(first.op), first.source, first.seq, false};
+      running_ = ExecutedOp{OpName(first.op), first.source, first.seq, false, unit->key,
+                            static_cast<int64_t>(unit->ops.size()), false};
       poisoned = !first_error_.ok();
     }
     RunUnit(*unit, poisoned);
   }
 }
 
+namespace {
+
+// How a unit ran, for the profile.
+const char* UnitKind(const ExecUnit& unit, bool compiled) {
+  if (compiled) {
+    return "compiled";
+  }
+  if (unit.unlowered) {
+    return "not_lowered";
+  }
+  if (!unit.key.empty()) {
+    return unit.slot != nullptr && unit.slot->failure().ok() ? "awaiting_compile" : "compile_failed";
+  }
+  return "op";
+}
+
+std::vector<SourceId> DistinctLines(const std::vector<OpRecord>& ops) {
+  std::vector<SourceId> lines;
+  for (const OpRecord& op : ops) {
+    if (std::find(lines.begin(), lines.end(), op.source) == lines.end()) {
+      lines.push_back(op.source);
+    }
+  }
+  return lines;
+}
+
+}  // namespace
+
 void Executor::RunUnit(ExecUnit& unit, bool poisoned) {
   const int64_t n = static_cast<int64_t>(unit.ops.size());
-  if (unit.compiled.has_value() && !poisoned) {
-    {
-      absl::MutexLock lock(&mu_);
-      queued_ops_ -= n;
-    }
-    int64_t failed = -1;
-    absl::Status status = RunCompiledUnit(*unit.compiled, unit.ops, &failed);
-    if (status.ok()) {
-      stats_->CountCompiledRun(n, unit.compiled->bytes_written);
-    }
-    for (int64_t i = 0; i < n; ++i) {
-      stats_->CountExecuted();
-      const bool blamed = !status.ok() && (failed == i || (failed < 0 && i == 0));
-      Finish(unit.ops[i], blamed ? status : absl::OkStatus(), false);
-    }
-    unit.ops.clear();
-    unit.compiled.reset();  // drop buffer references before reporting completion
-    absl::MutexLock lock(&mu_);
-    running_.reset();
-    return;
+  if (unit.compiled.has_value() && unit.compiled->code == nullptr && unit.slot != nullptr) {
+    unit.compiled->code = unit.slot->code();  // adaptive: whatever is ready now, never waiting
   }
+  const bool compiled = unit.compiled.has_value() && unit.compiled->code != nullptr && !poisoned;
+  const bool profile = profiler::Enabled();
+  profiler::Event event;
+  if (profile) {
+    event.cat = "execute";
+    event.begin_us = profiler::NowUs();
+    event.sargs = {{"kind", UnitKind(unit, compiled)}};
+    event.name = unit.key.empty() ? OpName(unit.ops.front().op)
+                                  : absl::StrCat("group ", unit.key, " (", event.sargs[0].second, ")");
+    if (!unit.key.empty()) {
+      event.sargs.push_back({"key", unit.key});
+    }
+    event.nargs = {{"ops", static_cast<double>(n)}};
+    if (compiled) {
+      event.nargs.push_back({"tier", unit.compiled->code->tier});
+    }
+    event.lines = DistinctLines(unit.ops);
+  }
+  if (compiled) {
+    RunCompiled(unit);
+  } else {
+    if (!poisoned && std::string_view(UnitKind(unit, false)) == "awaiting_compile") {
+      stats_->CountAwaitingCompile(n);
+    }
+    unit.compiled.reset();
+    RunOpByOp(unit, poisoned, profile && n > 1);
+  }
+  if (profile) {
+    event.end_us = profiler::NowUs();
+    profiler::Add(std::move(event));
+  }
+  ReleaseUnit(unit);
+  absl::MutexLock lock(&mu_);
+  running_.reset();
+}
+
+void Executor::RunCompiled(ExecUnit& unit) {
+  const int64_t n = static_cast<int64_t>(unit.ops.size());
+  {
+    absl::MutexLock lock(&mu_);
+    queued_ops_ -= n;
+    if (running_.has_value()) {
+      running_->compiled = true;
+    }
+  }
+  int64_t failed = -1;
+  absl::Status status = RunCompiledUnit(*unit.compiled, unit.ops, &failed);
+  if (status.ok()) {
+    stats_->CountCompiledRun(n, unit.compiled->bytes_written);
+  }
+  for (int64_t i = 0; i < n; ++i) {
+    stats_->CountExecuted();
+    const bool blamed = !status.ok() && (failed == i || (failed < 0 && i == 0));
+    Finish(unit.ops[i], blamed ? status : absl::OkStatus(), false);
+  }
+}
+
+void Executor::RunOpByOp(ExecUnit& unit, bool poisoned, bool profile) {
+  const int64_t n = static_cast<int64_t>(unit.ops.size());
   for (int64_t i = 0; i < n; ++i) {
     OpRecord& record = unit.ops[i];
     {
       // running_ stays set from the first op of the unit to its end, so Wait() cannot see the
       // executor idle in the middle of a unit.
       absl::MutexLock lock(&mu_);
-      running_ = ExecutedOp{OpName(record.op), record.source, record.seq, false};
+      running_ = ExecutedOp{OpName(record.op), record.source, record.seq, false, unit.key, n, false};
       --queued_ops_;
       poisoned = poisoned || !first_error_.ok();
     }
+    const double begin = profile ? profiler::NowUs() : 0;
     absl::Status status;
     if (!poisoned) {
       status = ExecuteRecord(record);
       stats_->CountExecuted();
     }
+    if (profile) {
+      profiler::Event e;
+      e.cat = "execute";
+      e.name = OpName(record.op);
+      e.begin_us = begin;
+      e.end_us = profiler::NowUs();
+      e.lines = {record.source};
+      profiler::Add(std::move(e));
+    }
     Finish(record, std::move(status), poisoned);
   }
-  unit.ops.clear();  // drop the snapshots (storage references) before reporting completion
-  absl::MutexLock lock(&mu_);
-  running_.reset();
 }
 
 void Executor::Finish(const OpRecord& op, absl::Status status, bool poisoned) {

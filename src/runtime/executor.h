@@ -21,6 +21,9 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/container/flat_hash_map.h"
+#include "mlir_lowering/group_lowering.h"
+#include "runtime/code_cache.h"
 #include "runtime/compiled_run.h"
 #include "runtime/op_record.h"
 #include "runtime/stats.h"
@@ -32,18 +35,36 @@ struct ExecutedOp {
   SourceId source = kNoSource;
   uint64_t seq = 0;
   bool failed = false;
+  // The group the op belongs to ("" outside groups), its op count, and whether it runs as
+  // compiled code (then `op` is the group's first op: the whole group is one call).
+  std::string group_key;
+  int64_t group_ops = 0;
+  bool compiled = false;
 };
 
 // A unit of execution: ops in stream order, plus the compiled group that computes them all (or
 // nothing: then they run op by op).
+//  - eager: one op, no group.
+//  - a group (compile / adaptive): `compiled` holds this run's buffers; its code is either set
+//    already or taken from `slot` when the unit runs. No code then (adaptive: still compiling;
+//    or the compile failed) means the ops run one by one. The executor never waits for a slot.
+//  - `unlowered`: ops the grouper could not put in a group (no lowering): op by op.
 struct ExecUnit {
   std::vector<OpRecord> ops;
   std::optional<CompiledUnit> compiled;
+  std::shared_ptr<const CodeSlot> slot;
+  std::string key;  // hex group key ("" outside groups)
+  bool unlowered = false;
+  // Filled by Submit when tracking references: (storage, distinct TensorImpls of this unit).
+  std::vector<std::pair<const c10::StorageImpl*, int64_t>> held_refs;
 };
 
 struct ExecutorOptions {
   int64_t max_pending = 4096;
   int64_t last_ops_capacity = 256;
+  // Count the storage references held by submitted, unfinished units (grouping modes need
+  // them to decide liveness independently of the executor's progress: EarlierRefs).
+  bool track_refs = false;
 };
 
 class Executor {
@@ -66,11 +87,16 @@ class Executor {
   std::vector<ExecutedOp> LastOps(size_t n) const;
   // The op executing right now, if any.
   std::optional<ExecutedOp> CurrentOp() const;
+  // References held by submitted, unfinished units (options.track_refs), for
+  // GroupLowering::Finish. Valid as long as the executor lives.
+  const mlir_lowering::EarlierRefs* earlier_refs() const { return &earlier_refs_; }
 
  private:
   void Loop();
   // Runs `unit` (the executor thread); records completed ops and the first error.
   void RunUnit(ExecUnit& unit, bool poisoned);
+  void RunCompiled(ExecUnit& unit);
+  void RunOpByOp(ExecUnit& unit, bool poisoned, bool profile);
   void Finish(const OpRecord& op, absl::Status status, bool poisoned);
   void CollectWarning(const c10::Warning& warning);
   void ReraiseWarnings();
@@ -79,8 +105,16 @@ class Executor {
   bool HasRoom() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool Idle() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return queue_.empty() && !running_.has_value(); }
 
+  // Unit reference accounting (track_refs). A unit's references are released under refs_mu_
+  // together with its count, so a reader sees use counts and counts consistently.
+  void HoldRefs(ExecUnit& unit);
+  void ReleaseUnit(ExecUnit& unit);
+
   const ExecutorOptions options_;
   Stats* const stats_;
+  mutable absl::Mutex refs_mu_ ABSL_ACQUIRED_AFTER(mu_);
+  absl::flat_hash_map<const c10::StorageImpl*, int64_t> in_flight_refs_ ABSL_GUARDED_BY(refs_mu_);
+  mlir_lowering::EarlierRefs earlier_refs_;
   mutable absl::Mutex mu_;
   std::deque<ExecUnit> queue_ ABSL_GUARDED_BY(mu_);
   int64_t queued_ops_ ABSL_GUARDED_BY(mu_) = 0;

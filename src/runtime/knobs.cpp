@@ -75,7 +75,25 @@ const std::vector<KnobSpec>& KnobSpecs() {
       {"NEURON_MAX_GROUP_OPS", "256", "integer >= 1",
        "Most ops in one compiled group (compile mode); longer runs are cut into several groups."},
       {"NEURON_OPT_LEVEL", "3", "0 | 1 | 2 | 3",
-       "LLVM optimisation level of compile-mode groups (0 compiles ~4x faster, runs slower)."},
+       "LLVM optimisation level of compiled groups (0 compiles ~10x faster, runs slower). In "
+       "adaptive mode with tiering, the level of the second (optimised) tier."},
+      {"NEURON_ADAPTIVE_GROUP_OPS", "64", "integer >= 1",
+       "adaptive mode: recorded ops are cut into groups of at most this many (a group starts "
+       "executing once it is full or at a sync point)."},
+      {"NEURON_COMPILE_WORKERS", "1", "integer 1..16",
+       "adaptive mode: background compile threads."},
+      {"NEURON_COMPILE_QUEUE", "256", "integer >= 1",
+       "adaptive mode: most groups waiting for a compile thread; a group that finds the queue "
+       "full runs op by op and is queued again when next seen."},
+      {"NEURON_TIERING", "1", "0 | 1",
+       "adaptive mode: compile each group first at LLVM -O0 (fast to build), then again at "
+       "NEURON_OPT_LEVEL in the background, replacing the first build (see docs/adaptive.md)."},
+      {"NEURON_COMPILE_NICE", "10", "integer 0..19",
+       "adaptive mode: nice value of the compile threads, so that recording and execution win "
+       "the CPU when both want it."},
+      {"NEURON_PROFILE", "(unset)", "a file path",
+       "Profile the whole process and write the Chrome trace-event timeline there at exit "
+       "(same as wrapping the program in torch_trn.profile(path))."},
       {"NEURON_DUMP_MLIR", "(unset)", "a directory path",
        "Write each compiled group's MLIR module there as <key>.mlir (for debugging)."},
   };
@@ -109,13 +127,18 @@ absl::StatusOr<Knobs> ParseKnobs(const EnvLookup& lookup) {
     int64_t max;
     int64_t* field;
   };
-  int64_t log_level = knobs.log_level, opt_level = knobs.opt_level;
+  int64_t log_level = knobs.log_level, opt_level = knobs.opt_level, tiering = knobs.tiering ? 1 : 0;
   const IntKnob int_knobs[] = {
       {"NEURON_MAX_PENDING_OPS", 1, INT64_MAX, &knobs.max_pending_ops},
       {"NEURON_LAST_OPS", 1, INT64_MAX, &knobs.last_ops_capacity},
       {"NEURON_LOG_LEVEL", 0, 3, &log_level},
       {"NEURON_MAX_GROUP_OPS", 1, INT64_MAX, &knobs.max_group_ops},
       {"NEURON_OPT_LEVEL", 0, 3, &opt_level},
+      {"NEURON_ADAPTIVE_GROUP_OPS", 1, INT64_MAX, &knobs.adaptive_group_ops},
+      {"NEURON_COMPILE_WORKERS", 1, 16, &knobs.compile_workers},
+      {"NEURON_COMPILE_QUEUE", 1, INT64_MAX, &knobs.compile_queue},
+      {"NEURON_TIERING", 0, 1, &tiering},
+      {"NEURON_COMPILE_NICE", 0, 19, &knobs.compile_nice},
   };
   for (const IntKnob& k : int_knobs) {
     if (auto v = lookup(k.name)) {
@@ -131,8 +154,12 @@ absl::StatusOr<Knobs> ParseKnobs(const EnvLookup& lookup) {
   }
   knobs.log_level = static_cast<int>(log_level);
   knobs.opt_level = static_cast<int>(opt_level);
+  knobs.tiering = tiering != 0;
   if (auto v = lookup("NEURON_DUMP_MLIR")) {
     knobs.dump_mlir_dir = *v;
+  }
+  if (auto v = lookup("NEURON_PROFILE")) {
+    knobs.profile_path = *v;
   }
   return knobs;
 }

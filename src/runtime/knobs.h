@@ -39,6 +39,12 @@ struct Knobs {
   int64_t max_group_ops = 256;      // most ops per compiled group
   int opt_level = 3;                // LLVM level of compile-mode groups
   std::string dump_mlir_dir;        // empty: do not dump
+  int64_t adaptive_group_ops = 64;  // most ops per group in adaptive mode
+  int64_t compile_workers = 1;      // adaptive mode's background compile threads
+  int64_t compile_queue = 256;      // most groups waiting for a compile thread
+  bool tiering = true;              // adaptive: -O0 first, then opt_level
+  int64_t compile_nice = 10;        // nice value of the compile threads
+  std::string profile_path;         // NEURON_PROFILE: empty = no whole-process profile
 };
 
 // All knobs, in documentation order.

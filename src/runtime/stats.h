@@ -29,6 +29,10 @@ struct StatsSnapshot {
   int64_t temporaries_elided = 0;      // written views compiled code kept out of device memory
   int64_t compiles = 0;
   double compile_ms = 0;
+  int64_t tier_ups = 0;                // adaptive: optimised rebuilds that replaced a -O0 build
+  int64_t ops_awaiting_compile = 0;    // adaptive: ops run one by one while their group compiled
+  int64_t groups_awaiting_compile = 0;
+  int64_t compile_queue_full = 0;      // adaptive: groups not queued because the queue was full
   int64_t compile_cache_hits = 0;
   std::map<std::string, int64_t> unlowered_ops;     // op -> ops run op by op for lack of a lowering
   std::map<std::string, int64_t> compile_failures;  // reason -> groups run op by op instead
@@ -47,10 +51,16 @@ class Stats {
     compiled_bytes_written_.fetch_add(bytes_written, std::memory_order_relaxed);
   }
   void CountTemporariesElided(int64_t n) { temporaries_elided_.fetch_add(n, std::memory_order_relaxed); }
-  void CountCompile(double ms);
+  void CountCompile(double ms, int tier = 0);
+  void CountAwaitingCompile(int64_t ops) {
+    groups_awaiting_compile_.fetch_add(1, std::memory_order_relaxed);
+    ops_awaiting_compile_.fetch_add(ops, std::memory_order_relaxed);
+  }
+  void CountCompileQueueFull() { compile_queue_full_.fetch_add(1, std::memory_order_relaxed); }
   void CountCompileCacheHit() { compile_cache_hits_.fetch_add(1, std::memory_order_relaxed); }
   void CountUnlowered(const std::string& op);
-  void CountCompileFailure(const std::string& reason);
+  // Returns true the first time `reason` is counted (since the last Reset): log it then.
+  bool CountCompileFailure(const std::string& reason);
   StatsSnapshot Snapshot() const;
   void Reset();
 
@@ -63,11 +73,15 @@ class Stats {
   std::atomic<int64_t> compiled_bytes_written_{0};
   std::atomic<int64_t> temporaries_elided_{0};
   std::atomic<int64_t> compile_cache_hits_{0};
+  std::atomic<int64_t> ops_awaiting_compile_{0};
+  std::atomic<int64_t> groups_awaiting_compile_{0};
+  std::atomic<int64_t> compile_queue_full_{0};
   mutable absl::Mutex mu_;
   std::map<std::pair<std::string, std::string>, int64_t> host_fallbacks_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, int64_t> syncs_ ABSL_GUARDED_BY(mu_);
   int64_t compiles_ ABSL_GUARDED_BY(mu_) = 0;
   double compile_ms_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t tier_ups_ ABSL_GUARDED_BY(mu_) = 0;
   std::map<std::string, int64_t> unlowered_ops_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, int64_t> compile_failures_ ABSL_GUARDED_BY(mu_);
 };

@@ -4,8 +4,11 @@
 #include <fstream>
 #include <mutex>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "mlir_lowering/host_jit.h"
+#include "runtime/log.h"
+#include "runtime/profiler.h"
 
 namespace trn::scheduler {
 namespace {
@@ -22,19 +25,44 @@ void RegisterExternsOnce() {
 
 }  // namespace
 
+CompileRequest CompileRequest::Of(const GroupKey& key, const mlir_lowering::LoweredGroup& lowered,
+                                  const std::vector<runtime::OpRecord>& ops) {
+  CompileRequest r;
+  r.key_hex = key.Hex();
+  r.mlir = lowered.mlir;
+  r.func = lowered.func;
+  r.num_inputs = static_cast<int>(lowered.inputs.size()) + (lowered.params.defined() ? 1 : 0);
+  r.num_outputs = static_cast<int>(lowered.outputs.size() + lowered.checks.size());
+  r.ops = static_cast<int64_t>(ops.size());
+  absl::flat_hash_set<runtime::SourceId> seen;
+  for (const runtime::OpRecord& op : ops) {
+    if (seen.insert(op.source).second) {
+      r.lines.push_back(op.source);
+    }
+  }
+  return r;
+}
+
 GroupCompiler::GroupCompiler(CompilerOptions options, runtime::Stats* stats)
     : options_(std::move(options)), stats_(stats) {
   RegisterExternsOnce();
 }
 
-runtime::CodeCache::Entry GroupCompiler::GetOrCompile(const GroupKey& key, const mlir_lowering::LoweredGroup& lowered) {
-  bool hit = false;
-  runtime::CodeCache::Entry entry =
-      cache_.GetOrCompile(key.material, [&] { return Compile(key, lowered); }, &hit);
-  if (hit) {
+absl::StatusOr<runtime::CodeSlot::Code> GroupCompiler::GetOrCompile(const GroupKey& key,
+                                                                     const CompileRequest& request) {
+  bool created = false;
+  std::shared_ptr<runtime::CodeSlot> slot = cache_.Lookup(key.material, &created);
+  if (!created) {
     stats_->CountCompileCacheHit();
+    return slot->Await();
   }
-  return entry;
+  absl::StatusOr<runtime::CodeSlot::Code> code = Compile(request, options_.opt_level, 0);
+  if (code.ok()) {
+    slot->Publish(*code, 0);
+  } else {
+    slot->Fail(code.status());
+  }
+  return code;
 }
 
 std::vector<std::string> GroupCompiler::CompiledKeys() const {
@@ -47,42 +75,66 @@ std::vector<double> GroupCompiler::CompileMillis() const {
   return compile_ms_;
 }
 
-runtime::CodeCache::Entry GroupCompiler::Compile(const GroupKey& key, const mlir_lowering::LoweredGroup& lowered) {
-  {
+absl::StatusOr<runtime::CodeSlot::Code> GroupCompiler::Compile(const CompileRequest& request, int opt_level,
+                                                                int tier) {
+  if (tier == 0) {
     absl::MutexLock lock(&mu_);
-    compiled_keys_.push_back(key.Hex());
+    compiled_keys_.push_back(request.key_hex);
   }
-  if (!options_.dump_mlir_dir.empty()) {
-    std::ofstream(absl::StrCat(options_.dump_mlir_dir, "/", key.Hex(), ".mlir")) << lowered.mlir;
+  if (!options_.dump_mlir_dir.empty() && tier == 0) {
+    std::ofstream(absl::StrCat(options_.dump_mlir_dir, "/", request.key_hex, ".mlir")) << request.mlir;
   }
-  if (2 + lowered.inputs.size() + lowered.outputs.size() > static_cast<size_t>(runtime::kMaxCompiledArgs)) {
-    return absl::ResourceExhaustedError("more buffers than a compiled entry point takes");
-  }
+  const double profile_begin = runtime::profiler::NowUs();
   const auto start = std::chrono::steady_clock::now();
-  absl::StatusOr<mlir_lowering::ObjectCode> object =
-      mlir_lowering::CompileToObject(lowered.mlir, lowered.func, options_.opt_level);
-  if (!object.ok()) {
-    stats_->CountCompileFailure(std::string(object.status().message().substr(0, 200)));
-    return object.status();
-  }
-  absl::StatusOr<std::unique_ptr<mlir_lowering::LoadedObject>> loaded = mlir_lowering::LoadObject(*object);
-  if (!loaded.ok()) {
-    stats_->CountCompileFailure(std::string(loaded.status().message().substr(0, 200)));
-    return loaded.status();
-  }
+  absl::StatusOr<runtime::CodeSlot::Code> result = [&]() -> absl::StatusOr<runtime::CodeSlot::Code> {
+    if (2 + request.num_inputs + request.num_outputs > runtime::kMaxCompiledArgs) {
+      return absl::ResourceExhaustedError("more buffers than a compiled entry point takes");
+    }
+    absl::StatusOr<mlir_lowering::ObjectCode> object =
+        mlir_lowering::CompileToObject(request.mlir, request.func, opt_level);
+    if (!object.ok()) {
+      return object.status();
+    }
+    absl::StatusOr<std::unique_ptr<mlir_lowering::LoadedObject>> loaded = mlir_lowering::LoadObject(*object);
+    if (!loaded.ok()) {
+      return loaded.status();
+    }
+    auto code = std::make_shared<runtime::CompiledCode>();
+    code->entry = (*loaded)->entry();
+    code->keep_alive = std::shared_ptr<const mlir_lowering::LoadedObject>(std::move(*loaded));
+    code->num_inputs = request.num_inputs;
+    code->num_outputs = request.num_outputs;
+    code->opt_level = opt_level;
+    code->tier = tier;
+    return runtime::CodeSlot::Code(std::move(code));
+  }();
   const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-  stats_->CountCompile(ms);
-  {
+  if (result.ok()) {
+    stats_->CountCompile(ms, tier);
     absl::MutexLock lock(&mu_);
     compile_ms_.push_back(ms);
+  } else {
+    const std::string reason(result.status().message().substr(0, 200));
+    if (stats_->CountCompileFailure(reason)) {
+      runtime::Log(runtime::LogLevel::kWarning,
+                   absl::StrCat("group ", request.key_hex, " (", request.ops, " ops, first at ",
+                                runtime::GlobalSourceTable().Format(request.lines.empty() ? runtime::kNoSource
+                                                                                          : request.lines.front()),
+                                ") did not compile; it runs op by op. Reason: ", reason));
+    }
   }
-  auto code = std::make_shared<runtime::CompiledCode>();
-  code->entry = (*loaded)->entry();
-  code->keep_alive = std::shared_ptr<const mlir_lowering::LoadedObject>(std::move(*loaded));
-  code->num_inputs = static_cast<int>(lowered.inputs.size()) + (lowered.params.defined() ? 1 : 0);
-  code->num_outputs = static_cast<int>(lowered.outputs.size() + lowered.checks.size());
-  code->opt_level = options_.opt_level;
-  return std::shared_ptr<const runtime::CompiledCode>(std::move(code));
+  if (runtime::profiler::Enabled()) {
+    runtime::profiler::Event e;
+    e.cat = "compile";
+    e.name = absl::StrCat("compile ", request.key_hex, " -O", opt_level);
+    e.begin_us = profile_begin;
+    e.end_us = runtime::profiler::NowUs();
+    e.lines = request.lines;
+    e.sargs = {{"key", request.key_hex}, {"result", result.ok() ? "ok" : std::string(result.status().message().substr(0, 200))}};
+    e.nargs = {{"ops", static_cast<double>(request.ops)}, {"tier", tier}, {"opt_level", opt_level}, {"ms", ms}};
+    runtime::profiler::Add(std::move(e));
+  }
+  return result;
 }
 
 }  // namespace trn::scheduler

@@ -1,9 +1,10 @@
-// GroupCompiler: LoweredGroup -> runtime::CompiledCode, through the in-memory code cache.
-// Compiles the group's MLIR with mlir_lowering::CompileToObject at the configured LLVM level,
-// loads the object, and wires the runtime's extern entry points into the loader (once).
+// GroupCompiler: a lowered group -> loaded, callable host code (runtime::CompiledCode).
+// Compiles the group's MLIR with mlir_lowering::CompileToObject at a given LLVM level, loads the
+// object, and wires the runtime's extern entry points into the loader (once per process).
+// It owns the in-memory code cache; compile mode compiles through GetOrCompile (blocking),
+// adaptive mode through the CompilePool (compile_pool.h), which calls Compile.
 //
-// Thread-safety: GetOrCompile may be called from any thread (the cache dedups concurrent
-// compiles of one key).
+// Thread-safety: every method may be called from any thread.
 #pragma once
 
 #include <memory>
@@ -11,9 +12,8 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
-#include "absl/synchronization/mutex.h"
-
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "mlir_lowering/group_lowering.h"
 #include "runtime/code_cache.h"
 #include "runtime/compiled_run.h"
@@ -27,22 +27,38 @@ struct CompilerOptions {
   std::string dump_mlir_dir;  // empty: no dump
 };
 
+// Everything a compile needs, detached from the group's tensors (a queued compile must not keep
+// device memory alive).
+struct CompileRequest {
+  std::string key_hex;
+  std::string mlir;
+  std::string func;
+  int num_inputs = 0;   // runtime-scalar buffer included
+  int num_outputs = 0;  // device-side check counters included
+  int64_t ops = 0;
+  std::vector<runtime::SourceId> lines;  // distinct source lines of the group's ops (profiles)
+
+  static CompileRequest Of(const GroupKey& key, const mlir_lowering::LoweredGroup& lowered,
+                           const std::vector<runtime::OpRecord>& ops);
+};
+
 class GroupCompiler {
  public:
   GroupCompiler(CompilerOptions options, runtime::Stats* stats);
 
-  // The code for `key`, compiled from `lowered` on a miss. Errors are compile failures (the
-  // caller runs the group op by op); they are cached like successes.
-  runtime::CodeCache::Entry GetOrCompile(const GroupKey& key, const mlir_lowering::LoweredGroup& lowered);
+  // Compiles `request` at LLVM `opt_level`. `tier` (0 first build, 1 optimised rebuild) goes
+  // into stats and the profile. Failures are counted, and logged once per reason.
+  absl::StatusOr<runtime::CodeSlot::Code> Compile(const CompileRequest& request, int opt_level, int tier);
+  // compile mode: the code for `key`, compiled here at the configured level on a miss.
+  absl::StatusOr<runtime::CodeSlot::Code> GetOrCompile(const GroupKey& key, const CompileRequest& request);
   runtime::CodeCache& cache() { return cache_; }
-  // Hex keys of every group compiled so far, in compile order (for tests and tools).
+  int opt_level() const { return options_.opt_level; }
+  // Hex keys of every group compiled so far (first builds only), in compile order.
   std::vector<std::string> CompiledKeys() const;
   // Wall milliseconds of each successful compile (lower to object + load), in compile order.
   std::vector<double> CompileMillis() const;
 
  private:
-  runtime::CodeCache::Entry Compile(const GroupKey& key, const mlir_lowering::LoweredGroup& lowered);
-
   const CompilerOptions options_;
   runtime::Stats* const stats_;
   runtime::CodeCache cache_;

@@ -2,6 +2,8 @@
 
 #include <memory>
 
+#include "absl/strings/str_cat.h"
+#include "runtime/log.h"
 #include "runtime/op_runner.h"
 
 namespace trn::scheduler {
@@ -11,8 +13,9 @@ using mlir_lowering::GroupLowering;
 
 class Cutter {
  public:
-  Cutter(std::vector<runtime::OpRecord>& records, int64_t max_ops, runtime::Stats* stats)
-      : records_(records), max_ops_(max_ops), stats_(stats) {}
+  Cutter(std::vector<runtime::OpRecord>& records, int64_t max_ops, runtime::Stats* stats,
+         const mlir_lowering::EarlierRefs* earlier)
+      : records_(records), max_ops_(max_ops), stats_(stats), earlier_(earlier) {}
 
   std::vector<PlannedUnit> Run() {
     for (size_t i = 0; i < records_.size(); ++i) {
@@ -55,6 +58,11 @@ class Cutter {
       return true;
     }
     cut_ = mlir_lowering::IsCut(status) && static_cast<size_t>(start_) < i;
+    if (mlir_lowering::IsCut(status)) {
+      runtime::Log(runtime::LogLevel::kDebug,
+                   absl::StrCat("group cut before ", runtime::OpName(records_[i].op), " at ",
+                                runtime::GlobalSourceTable().Format(records_[i].source), ": ", status.message()));
+    }
     if (!mlir_lowering::IsCut(status) && status.code() != absl::StatusCode::kUnimplemented) {
       stats_->CountCompileFailure(std::string(status.message()));
     }
@@ -78,7 +86,7 @@ class Cutter {
       return;
     }
     PlannedUnit unit;
-    absl::StatusOr<mlir_lowering::LoweredGroup> lowered = group_->Finish();
+    absl::StatusOr<mlir_lowering::LoweredGroup> lowered = group_->Finish(earlier_);
     group_.reset();
     if (lowered.ok()) {
       unit.lowered = std::move(*lowered);
@@ -101,6 +109,7 @@ class Cutter {
   std::vector<runtime::OpRecord>& records_;
   const int64_t max_ops_;
   runtime::Stats* stats_;
+  const mlir_lowering::EarlierRefs* earlier_;
   std::unique_ptr<GroupLowering> group_;
   size_t start_ = 0;
   bool cut_ = false;
@@ -110,8 +119,8 @@ class Cutter {
 }  // namespace
 
 std::vector<PlannedUnit> CutIntoUnits(std::vector<runtime::OpRecord> records, int64_t max_group_ops,
-                                      runtime::Stats* stats) {
-  return Cutter(records, max_group_ops, stats).Run();
+                                      runtime::Stats* stats, const mlir_lowering::EarlierRefs* earlier) {
+  return Cutter(records, max_group_ops, stats, earlier).Run();
 }
 
 }  // namespace trn::scheduler

@@ -23,7 +23,8 @@ struct PlannedUnit {
   std::optional<mlir_lowering::LoweredGroup> lowered;  // nullopt: run op by op
 };
 
+// `earlier`: references held by work submitted before `records` (see EarlierRefs); may be null.
 std::vector<PlannedUnit> CutIntoUnits(std::vector<runtime::OpRecord> records, int64_t max_group_ops,
-                                      runtime::Stats* stats);
+                                      runtime::Stats* stats, const mlir_lowering::EarlierRefs* earlier = nullptr);
 
 }  // namespace trn::scheduler

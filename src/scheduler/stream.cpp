@@ -1,21 +1,46 @@
 #include "scheduler/stream.h"
 
+#include "absl/strings/str_cat.h"
 #include "runtime/blocking.h"
+#include "runtime/op_runner.h"
+#include "runtime/profiler.h"
 #include "scheduler/grouper.h"
 
 namespace trn::scheduler {
+namespace {
+
+bool Adaptive(const runtime::Knobs& knobs) { return knobs.mode == runtime::Mode::kAdaptive; }
+
+}  // namespace
 
 Stream::Stream(const runtime::Knobs& knobs, runtime::Stats* stats)
     : mode_(knobs.mode),
       launch_blocking_(knobs.launch_blocking),
-      max_pending_(knobs.max_pending_ops),
-      max_group_ops_(knobs.max_group_ops),
+      flush_at_(Adaptive(knobs) ? std::min(knobs.adaptive_group_ops, knobs.max_pending_ops) : knobs.max_pending_ops),
+      max_group_ops_(Adaptive(knobs) ? knobs.adaptive_group_ops : knobs.max_group_ops),
       stats_(stats),
       compiler_(CompilerOptions{knobs.opt_level, knobs.dump_mlir_dir}, stats),
-      executor_(runtime::ExecutorOptions{knobs.max_pending_ops, knobs.last_ops_capacity}, stats) {}
+      pool_(Adaptive(knobs) ? std::make_unique<CompilePool>(
+                                  CompilePoolOptions{static_cast<int>(knobs.compile_workers), knobs.compile_queue,
+                                                     knobs.tiering, knobs.opt_level,
+                                                     static_cast<int>(knobs.compile_nice)},
+                                  &compiler_)
+                            : nullptr),
+      executor_(runtime::ExecutorOptions{knobs.max_pending_ops, knobs.last_ops_capacity,
+                                         /*track_refs=*/knobs.mode != runtime::Mode::kEager},
+                stats) {}
 
-absl::Status Stream::Record(runtime::OpRecord record) {
+absl::Status Stream::Record(runtime::OpRecord record, double record_begin_us) {
   stats_->CountRecorded();
+  if (runtime::profiler::Enabled()) {
+    runtime::profiler::Event e;
+    e.cat = "record";
+    e.name = runtime::OpName(record.op);
+    e.begin_us = record_begin_us;
+    e.end_us = runtime::profiler::NowUs();
+    e.lines = {record.source};
+    runtime::profiler::Add(std::move(e));
+  }
   bool full = false;
   {
     // Numbering and submission happen under one lock so the executor sees stream order even
@@ -24,13 +49,15 @@ absl::Status Stream::Record(runtime::OpRecord record) {
     record.seq = next_seq_++;
     if (Groups()) {
       pending_.push_back(std::move(record));
-      full = static_cast<int64_t>(pending_.size()) >= max_pending_;
+      full = static_cast<int64_t>(pending_.size()) >= flush_at_;
     } else {
       executor_.Submit(std::move(record));
     }
   }
   if (full) {
-    stats_->CountSync("backpressure");
+    if (mode_ == runtime::Mode::kCompile) {
+      stats_->CountSync("backpressure");
+    }
     Flush();
   }
   if (launch_blocking_) {
@@ -41,10 +68,87 @@ absl::Status Stream::Record(runtime::OpRecord record) {
 
 absl::Status Stream::Sync(const std::string& reason) {
   stats_->CountSync(reason);
+  const double begin = runtime::profiler::NowUs();
   if (Groups()) {
     Flush();
   }
-  return executor_.Wait();
+  absl::Status status = executor_.Wait();
+  if (runtime::profiler::Enabled()) {
+    runtime::profiler::Event e;
+    e.cat = "sync";
+    e.name = absl::StrCat("sync: ", reason);
+    e.begin_us = begin;
+    e.end_us = runtime::profiler::NowUs();
+    e.sargs = {{"reason", reason}};
+    runtime::profiler::Add(std::move(e));
+  }
+  return status;
+}
+
+void Stream::WaitForCompiles() {
+  if (pool_ != nullptr) {
+    runtime::ScopedBlockingWait no_gil;
+    pool_->WaitIdle();
+  }
+}
+
+void Stream::ShutdownCompiles() {
+  if (pool_ != nullptr) {
+    runtime::ScopedBlockingWait no_gil;
+    pool_->Shutdown();
+  }
+}
+
+runtime::ExecUnit Stream::MakeGroupUnit(PlannedUnit& p) {
+  mlir_lowering::LoweredGroup& lowered = *p.lowered;
+  std::vector<runtime::OutputBuffer> outputs;
+  for (const mlir_lowering::GroupOutput& o : lowered.outputs) {
+    outputs.push_back(runtime::OutputBuffer{o.tensor, o.staged});
+  }
+  std::vector<const runtime::OpRecord*> ops;
+  for (const runtime::OpRecord& r : p.ops) {
+    ops.push_back(&r);
+  }
+  const GroupKey key = MakeGroupKey(ops, lowered.inputs, outputs, lowered.param_args);
+  runtime::ExecUnit unit;
+  unit.key = key.Hex();
+  runtime::CodeSlot::Code code;
+  if (pool_ == nullptr) {  // compile mode: compile now (blocking)
+    absl::StatusOr<runtime::CodeSlot::Code> compiled =
+        compiler_.GetOrCompile(key, CompileRequest::Of(key, lowered, p.ops));
+    if (!compiled.ok()) {
+      unit.ops = std::move(p.ops);
+      return unit;  // runs op by op
+    }
+    code = *compiled;
+  } else {  // adaptive: attach the slot; start its compile if the key is new
+    bool created = false;
+    std::shared_ptr<runtime::CodeSlot> slot = compiler_.cache().Lookup(key.material, &created);
+    if (created) {
+      if (!pool_->Submit(CompileRequest::Of(key, lowered, p.ops), slot)) {
+        compiler_.cache().Erase(key.material);  // queue full: queued again when next seen
+        stats_->CountCompileQueueFull();
+      }
+    } else {
+      stats_->CountCompileCacheHit();
+    }
+    code = slot->code();
+    unit.slot = std::move(slot);
+  }
+  stats_->CountTemporariesElided(lowered.temporaries);
+  std::vector<at::Tensor> inputs;
+  if (lowered.params.defined()) {
+    inputs.push_back(lowered.params);  // the runtime scalars come first
+  }
+  inputs.insert(inputs.end(), lowered.inputs.begin(), lowered.inputs.end());
+  std::vector<runtime::CheckSlot> checks;
+  for (const mlir_lowering::GroupCheck& c : lowered.checks) {
+    checks.push_back(runtime::CheckSlot{c.op_index, c.message});
+  }
+  unit.compiled = runtime::CompiledUnit{std::move(code), std::move(inputs), std::move(outputs), std::move(checks),
+                                        lowered.bytes_written};
+  unit.ops = std::move(p.ops);
+  return unit;
 }
 
 void Stream::Flush() {
@@ -61,37 +165,25 @@ void Stream::Flush() {
   if (segment.empty()) {
     return;
   }
-  std::vector<PlannedUnit> planned = CutIntoUnits(std::move(segment), max_group_ops_, stats_);
+  const double begin = runtime::profiler::NowUs();
+  const size_t n = segment.size();
+  std::vector<PlannedUnit> planned = CutIntoUnits(std::move(segment), max_group_ops_, stats_, executor_.earlier_refs());
+  if (runtime::profiler::Enabled()) {
+    runtime::profiler::Event e;
+    e.cat = "record";
+    e.name = absl::StrCat("cut ", n, " ops into ", planned.size(), " units");
+    e.begin_us = begin;
+    e.end_us = runtime::profiler::NowUs();
+    runtime::profiler::Add(std::move(e));
+  }
   for (PlannedUnit& p : planned) {
     runtime::ExecUnit unit;
     if (p.lowered.has_value()) {
-      mlir_lowering::LoweredGroup& lowered = *p.lowered;
-      std::vector<runtime::OutputBuffer> outputs;
-      for (const mlir_lowering::GroupOutput& o : lowered.outputs) {
-        outputs.push_back(runtime::OutputBuffer{o.tensor, o.staged});
-      }
-      std::vector<const runtime::OpRecord*> ops;
-      for (const runtime::OpRecord& r : p.ops) {
-        ops.push_back(&r);
-      }
-      GroupKey key = MakeGroupKey(ops, lowered.inputs, outputs, lowered.param_args);
-      runtime::CodeCache::Entry code = compiler_.GetOrCompile(key, lowered);
-      if (code.ok()) {
-        stats_->CountTemporariesElided(lowered.temporaries);
-        std::vector<at::Tensor> inputs;
-        if (lowered.params.defined()) {
-          inputs.push_back(lowered.params);  // the runtime scalars come first
-        }
-        inputs.insert(inputs.end(), lowered.inputs.begin(), lowered.inputs.end());
-        std::vector<runtime::CheckSlot> checks;
-        for (const mlir_lowering::GroupCheck& c : lowered.checks) {
-          checks.push_back(runtime::CheckSlot{c.op_index, c.message});
-        }
-        unit.compiled = runtime::CompiledUnit{*code, std::move(inputs), std::move(outputs), std::move(checks),
-                                              lowered.bytes_written};
-      }
+      unit = MakeGroupUnit(p);
+    } else {
+      unit.ops = std::move(p.ops);
+      unit.unlowered = true;
     }
-    unit.ops = std::move(p.ops);
     executor_.Submit(std::move(unit));
   }
 }

@@ -1,10 +1,16 @@
 // The device's op stream: recorded ops enter in issue order and leave for the executor as
 // execution units.
-//  - eager (and adaptive, until it lands): every op is its own unit, submitted at once.
+//  - eager: every op is its own unit, submitted at once.
 //  - compile: ops wait in the pending segment; at a sync point (or when the segment reaches
 //    NEURON_MAX_PENDING_OPS: backpressure) the segment is cut into groups (grouper.h), each
 //    group is compiled (blocking; the in-memory cache makes step 2 compile nothing) and the
-//    units are submitted in order. Results equal eager's: same ops, same order.
+//    units are submitted in order.
+//  - adaptive: the segment is cut as soon as it holds NEURON_ADAPTIVE_GROUP_OPS ops (and at
+//    sync points), with that group size. A group whose key has no code yet is queued on the
+//    CompilePool and submitted anyway: the executor runs it compiled if its code is ready when
+//    its turn comes, else op by op. Cuts depend only on the recorded ops, never on timing, so
+//    every training step yields the same keys.
+// Results equal eager's in every mode: same ops, same order.
 //
 // Thread-safety: Record and Sync may be called from any thread (the Python thread records forward
 // ops, the autograd engine's device thread records backward ops). Records are numbered under one
@@ -23,7 +29,9 @@
 #include "runtime/executor.h"
 #include "runtime/knobs.h"
 #include "runtime/stats.h"
+#include "scheduler/compile_pool.h"
 #include "scheduler/group_compiler.h"
+#include "scheduler/grouper.h"
 
 namespace trn::scheduler {
 
@@ -32,22 +40,28 @@ class Stream {
   Stream(const runtime::Knobs& knobs, runtime::Stats* stats);
 
   // Appends `record` to the stream. With launch_blocking, also runs it and returns its error.
-  absl::Status Record(runtime::OpRecord record);
+  // `record_begin_us`: profiler time at which recording the op started (0: not profiling).
+  absl::Status Record(runtime::OpRecord record, double record_begin_us = 0);
   // Runs everything recorded so far; returns the first error since the last sync. `reason`
   // names the sync point in stats ("item", "to_host", "user", ...).
   absl::Status Sync(const std::string& reason);
   runtime::Mode mode() const { return mode_; }
   runtime::Executor& executor() { return executor_; }
   GroupCompiler& compiler() { return compiler_; }
+  // adaptive mode: blocks until no background compile is queued or running (no-op otherwise).
+  void WaitForCompiles();
+  // Stops the background compilers (queued compiles are dropped). At exit.
+  void ShutdownCompiles();
 
  private:
-  bool Groups() const { return mode_ == runtime::Mode::kCompile && !launch_blocking_; }
-  // compile mode: cut, compile and submit the pending segment.
+  bool Groups() const { return mode_ != runtime::Mode::kEager && !launch_blocking_; }
+  // Cuts the pending segment into units, attaches (or starts) their code, submits them.
   void Flush();
+  runtime::ExecUnit MakeGroupUnit(PlannedUnit& planned);
 
   const runtime::Mode mode_;
   const bool launch_blocking_;
-  const int64_t max_pending_;
+  const int64_t flush_at_;       // pending ops that trigger a flush without a sync point
   const int64_t max_group_ops_;
   runtime::Stats* const stats_;
   absl::Mutex mu_;
@@ -55,6 +69,7 @@ class Stream {
   std::vector<runtime::OpRecord> pending_ ABSL_GUARDED_BY(mu_);
   absl::Mutex flush_mu_ ABSL_ACQUIRED_BEFORE(mu_);
   GroupCompiler compiler_;
+  std::unique_ptr<CompilePool> pool_;  // adaptive mode only
   runtime::Executor executor_;
 };
 

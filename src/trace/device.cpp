@@ -19,6 +19,7 @@
 
 #include "runtime/host_view.h"
 #include "runtime/block_cache.h"
+#include "runtime/profiler.h"
 #include "trace/device_state.h"
 #include "trace/fallback.h"
 #include "trace/snapshot.h"
@@ -127,6 +128,7 @@ const at::Tensor& Resize(const at::Tensor& self, c10::SymIntArrayRef size, std::
 // aten::copy_ routes every copy that involves our device here (CompositeExplicitAutograd beats
 // a backend fallback, so this needs its own kernel).
 at::Tensor CopyFrom(const at::Tensor& self, const at::Tensor& dst, bool non_blocking) {
+  const double record_begin_us = runtime::profiler::NowUs();
   const bool src_dev = runtime::IsDeviceTensor(self);
   const bool dst_dev = runtime::IsDeviceTensor(dst);
   DeviceState& state = State();
@@ -147,7 +149,7 @@ at::Tensor CopyFrom(const at::Tensor& self, const at::Tensor& dst, bool non_bloc
       c10::Dispatcher::singleton().findSchemaOrThrow("aten::copy_", "");
   runtime::OpRecord record(copy_op, {Snapshot(dst), PrivateArg(self), c10::IValue(false)});
   record.source = SourceForOp(state, {self, dst});
-  ThrowIfError(state.stream.Record(std::move(record)));
+  ThrowIfError(state.stream.Record(std::move(record), record_begin_us));
   return dst;
 }
 

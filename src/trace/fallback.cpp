@@ -17,6 +17,7 @@
 #include "runtime/host_view.h"
 #include "runtime/op_error.h"
 #include "runtime/op_runner.h"
+#include "runtime/profiler.h"
 #include "runtime/schema_util.h"
 #include "trace/device_state.h"
 #include "trace/meta_cache.h"
@@ -156,6 +157,7 @@ std::shared_ptr<const MetaOutcome> InferCached(DeviceState& state, const c10::Op
 }  // namespace
 
 void RecordingFallback(const c10::OperatorHandle& orig_op, torch::jit::Stack* stack) {
+  const double record_begin_us = runtime::profiler::NowUs();
   const size_t nargs = orig_op.schema().arguments().size();
   std::vector<c10::IValue> args(std::make_move_iterator(stack->end() - nargs), std::make_move_iterator(stack->end()));
   stack->erase(stack->end() - nargs, stack->end());
@@ -249,7 +251,7 @@ void RecordingFallback(const c10::OperatorHandle& orig_op, torch::jit::Stack* st
     runtime::OpRecord record(op, std::move(private_args));
     record.outputs = std::move(fresh);
     record.source = SourceForOp(state, args);
-    ThrowIfError(state.stream.Record(std::move(record)));
+    ThrowIfError(state.stream.Record(std::move(record), record_begin_us));
   } else {
     state.stats.CountView();
   }

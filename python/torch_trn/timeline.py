@@ -1,0 +1,222 @@
+"""Read, summarise and draw a torch_trn profile (Chrome trace-event JSON).
+
+    python3 -m torch_trn.timeline trace.json                # text summary
+    python3 -m torch_trn.timeline trace.json -o trace.png   # and the lanes, drawn with matplotlib
+
+A profile comes from `with torch_trn.profile("trace.json"):` or NEURON_PROFILE=trace.json. Its
+lanes are threads: recording ("python", the autograd thread), "executor", "compile worker N".
+The summary answers the adaptive-mode questions: how long compiling took, how much of it ran
+while the executor was busy (hidden behind execution), how many ops ran compiled or one by one
+(and why), and the first step at which everything that can compile ran compiled. Steps are the
+intervals between sync points (loss.item(), .cpu(), torch_trn.sync()).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from dataclasses import dataclass, field
+
+# How an execute event ran (the "kind" argument written by the runtime).
+KINDS = ("compiled", "awaiting_compile", "compile_failed", "not_lowered", "op")
+# Syncs that are not step boundaries.
+_NOT_STEPS = {"backpressure", "launch_blocking"}
+
+
+@dataclass
+class Event:
+    name: str
+    cat: str
+    ts: float   # microseconds
+    dur: float
+    tid: int
+    args: dict = field(default_factory=dict)
+
+    @property
+    def end(self) -> float:
+        return self.ts + self.dur
+
+
+@dataclass
+class Trace:
+    events: list
+    lanes: dict  # tid -> name
+    mode: str
+
+
+def load(path) -> Trace:
+    with open(path) as f:
+        doc = json.load(f)
+    lanes, events = {}, []
+    for e in doc["traceEvents"]:
+        if e.get("ph") == "M" and e.get("name") == "thread_name":
+            lanes[e["tid"]] = e["args"]["name"]
+        elif e.get("ph") == "X":
+            events.append(Event(e["name"], e.get("cat", ""), float(e["ts"]), float(e["dur"]), e["tid"],
+                                e.get("args", {})))
+    return Trace(events, lanes, doc.get("otherData", {}).get("mode", "?"))
+
+
+def _union(intervals):
+    merged = []
+    for b, e in sorted(intervals):
+        if merged and b <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], e)
+        else:
+            merged.append([b, e])
+    return merged
+
+
+def _overlap(b, e, merged) -> float:
+    total = 0.0
+    for mb, me in merged:
+        if me <= b:
+            continue
+        if mb >= e:
+            break
+        total += min(e, me) - max(b, mb)
+    return total
+
+
+def _top_level(events):
+    """Execute events that are not nested inside another one on the same lane (groups, not the
+    per-op events inside an op-by-op group)."""
+    out, last_end = [], {}
+    for e in sorted(events, key=lambda e: (e.tid, e.ts, -e.dur)):
+        if e.ts < last_end.get(e.tid, float("-inf")):
+            continue
+        out.append(e)
+        last_end[e.tid] = e.end
+    return out
+
+
+def summarize(trace: Trace) -> dict:
+    execs = _top_level([e for e in trace.events if e.cat == "execute"])
+    compiles = [e for e in trace.events if e.cat == "compile"]
+    busy = _union([(e.ts, e.end) for e in execs])
+    compile_us = sum(e.dur for e in compiles)
+    overlapped_us = sum(_overlap(e.ts, e.end, busy) for e in compiles)
+    ops = {k: 0 for k in KINDS}
+    for e in execs:
+        ops[e.args.get("kind", "op")] = ops.get(e.args.get("kind", "op"), 0) + int(e.args.get("ops", 1))
+
+    syncs = sorted((e for e in trace.events if e.cat == "sync" and e.args.get("reason") not in _NOT_STEPS),
+                   key=lambda e: e.end)
+    steps = []
+    start = float("-inf")
+    for s in syncs:
+        in_step = [e for e in execs if start < e.end <= s.end]
+        start = s.end
+        if not in_step:
+            continue
+        counts = {k: sum(int(e.args.get("ops", 1)) for e in in_step if e.args.get("kind") == k) for k in KINDS}
+        steps.append({"end_ms": s.end / 1000.0, "ops": counts})
+    first_all = next((i + 1 for i, st in enumerate(steps)
+                      if st["ops"]["compiled"] > 0 and st["ops"]["awaiting_compile"] == 0), None)
+    return {
+        "mode": trace.mode,
+        "wall_ms": (max((e.end for e in trace.events), default=0.0) - min((e.ts for e in trace.events), default=0.0)) / 1e3,
+        "compiles": len(compiles),
+        "compiles_by_tier": {t: sum(1 for e in compiles if int(e.args.get("tier", 0)) == t) for t in (0, 1)},
+        "compile_failures": sum(1 for e in compiles if e.args.get("result", "ok") != "ok"),
+        "compile_ms": compile_us / 1e3,
+        "compile_overlapped_ms": overlapped_us / 1e3,
+        "hidden_share": overlapped_us / compile_us if compile_us > 0 else 1.0,
+        "execute_busy_ms": sum(e - b for b, e in busy) / 1e3,
+        "ops": ops,
+        "steps": steps,
+        "first_all_compiled_step": first_all,
+    }
+
+
+def format_summary(s: dict) -> str:
+    total_ops = sum(s["ops"].values()) or 1
+    lines = [
+        f"mode:                 {s['mode']}",
+        f"profiled wall time:   {s['wall_ms']:.1f} ms (executor busy {s['execute_busy_ms']:.1f} ms)",
+        f"compiles:             {s['compiles']} (first builds {s['compiles_by_tier'][0]}, "
+        f"tier-ups {s['compiles_by_tier'][1]}, failed {s['compile_failures']})",
+        f"compile wall time:    {s['compile_ms']:.1f} ms, {100 * s['hidden_share']:.1f}% of it overlapped "
+        f"with execution ({s['compile_overlapped_ms']:.1f} ms)",
+        "ops executed:         " + ", ".join(f"{k} {v} ({100 * v / total_ops:.1f}%)"
+                                             for k, v in s["ops"].items() if v),
+        f"steps (sync points):  {len(s['steps'])}",
+    ]
+    first = s["first_all_compiled_step"]
+    lines.append("first step with every lowered op compiled: " +
+                 (f"{first} of {len(s['steps'])}" if first else "none in this profile"))
+    return "\n".join(lines)
+
+
+_COLOURS = {
+    "compiled": "#2ca02c", "awaiting_compile": "#ffbf00", "compile_failed": "#d62728",
+    "not_lowered": "#1f77b4", "op": "#9ecae1", "record": "#7f7f7f", "sync": "#e377c2",
+    "compile0": "#ff7f0e", "compile1": "#9467bd",
+}
+
+
+def render(trace: Trace, png: str) -> None:
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import Patch
+
+    tids = sorted(trace.lanes) or sorted({e.tid for e in trace.events})
+    t0 = min((e.ts for e in trace.events), default=0.0)
+    fig, ax = plt.subplots(figsize=(14, 1.0 + 0.7 * len(tids)))
+    execs = set(id(e) for e in _top_level([e for e in trace.events if e.cat == "execute"]))
+    for row, tid in enumerate(tids):
+        bars = {}
+        for e in trace.events:
+            if e.tid != tid or (e.cat == "execute" and id(e) not in execs):
+                continue
+            if e.cat == "execute":
+                key = e.args.get("kind", "op")
+            elif e.cat == "compile":
+                key = f"compile{int(e.args.get('tier', 0))}"
+            elif e.cat == "sync":
+                key = "sync"
+            else:
+                key = "record"
+            bars.setdefault(key, []).append(((e.ts - t0) / 1e3, max(e.dur / 1e3, 0.01)))
+        for key, spans in bars.items():
+            height = 0.3 if key == "record" else 0.6
+            ax.broken_barh(spans, (row - height / 2, height), facecolors=_COLOURS.get(key, "#cccccc"))
+    ax.set_yticks(range(len(tids)))
+    ax.set_yticklabels([trace.lanes.get(t, f"thread {t}") for t in tids])
+    ax.invert_yaxis()
+    ax.set_xlabel("time since the profile started (ms)")
+    ax.set_title(f"torch_trn overlap timeline (NEURON_MODE={trace.mode})")
+    labels = {"compiled": "run compiled", "awaiting_compile": "op by op (compiling)",
+              "compile_failed": "op by op (compile failed)", "not_lowered": "op by op (no lowering)",
+              "op": "op (eager)", "record": "record", "sync": "sync wait",
+              "compile0": "compile, first build", "compile1": "compile, tier-up"}
+    ax.legend(handles=[Patch(color=_COLOURS[k], label=v) for k, v in labels.items()],
+              loc="upper center", bbox_to_anchor=(0.5, -0.25), ncol=5, fontsize=8)
+    fig.tight_layout()
+    fig.savefig(png, dpi=110)
+    plt.close(fig)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python3 -m torch_trn.timeline", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("trace", help="a profile written by torch_trn.profile or NEURON_PROFILE")
+    parser.add_argument("-o", "--output", help="write the lanes as a PNG here")
+    parser.add_argument("--json", action="store_true", help="print the summary as JSON")
+    args = parser.parse_args(argv)
+    try:
+        trace = load(args.trace)
+    except (OSError, ValueError, KeyError) as e:
+        print(f"timeline: cannot read {args.trace}: {e}", file=sys.stderr)
+        return 2
+    s = summarize(trace)
+    print(json.dumps(s, indent=1) if args.json else format_summary(s))
+    if args.output:
+        render(trace, args.output)
+        print(f"wrote {args.output}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

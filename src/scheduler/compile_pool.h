@@ -1,0 +1,77 @@
+// CompilePool: adaptive mode's background compilers. Groups whose key has no code yet are queued
+// here; worker threads compile them and publish the code into the key's CodeSlot, where the
+// executor finds it the next time the group runs. Nobody ever waits for a compile (except
+// WaitIdle, for tests and benchmarks).
+//
+//  - Bounded: at most `queue_capacity` first builds wait; Submit refuses beyond that (the
+//    caller forgets the key, so the group is queued again when next seen).
+//  - Deduplicated by the caller: the CodeCache creates one slot per key, and only the creator
+//    submits it.
+//  - Tiering: a first build at LLVM -O0 (about 10x faster to compile), then an optimised rebuild
+//    at `opt_level` that replaces it. Rebuilds wait in their own queue and run only when no
+//    first build is waiting: covering new groups matters more than speeding up covered ones.
+//  - Low priority: workers run at nice `nice`, so recording and execution win the CPU.
+//
+// Thread-safety: every method may be called from any thread. Threads start on the first Submit.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
+#include "runtime/code_cache.h"
+#include "scheduler/group_compiler.h"
+
+namespace trn::scheduler {
+
+struct CompilePoolOptions {
+  int workers = 1;
+  int64_t queue_capacity = 256;
+  bool tiering = true;
+  int opt_level = 3;  // the final tier's LLVM level
+  int nice = 10;
+};
+
+class CompilePool {
+ public:
+  CompilePool(CompilePoolOptions options, GroupCompiler* compiler);
+  ~CompilePool();  // Shutdown()
+  CompilePool(const CompilePool&) = delete;
+  CompilePool& operator=(const CompilePool&) = delete;
+
+  // Queues the first build of `slot`'s group. False when the queue is full or the pool is shut
+  // down (nothing was queued).
+  bool Submit(CompileRequest request, std::shared_ptr<runtime::CodeSlot> slot);
+  // Blocks until no compile is queued or running (tier-ups included).
+  void WaitIdle();
+  // Drops every queued compile, waits for the running ones, stops the threads. Idempotent; no
+  // Submit succeeds afterwards. Called at exit, before LLVM's static destructors run.
+  void Shutdown();
+
+ private:
+  struct Job {
+    CompileRequest request;
+    std::shared_ptr<runtime::CodeSlot> slot;
+    int tier = 0;
+  };
+  void Worker(int index);
+  bool HasJob() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stop_ || !first_.empty() || !tier_up_.empty(); }
+  bool Idle() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return first_.empty() && tier_up_.empty() && running_ == 0;
+  }
+
+  const CompilePoolOptions options_;
+  GroupCompiler* const compiler_;
+  mutable absl::Mutex mu_;
+  std::deque<Job> first_ ABSL_GUARDED_BY(mu_);
+  std::deque<Job> tier_up_ ABSL_GUARDED_BY(mu_);
+  int running_ ABSL_GUARDED_BY(mu_) = 0;
+  bool stop_ ABSL_GUARDED_BY(mu_) = false;
+  std::vector<std::thread> threads_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace trn::scheduler
