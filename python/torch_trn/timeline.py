@@ -45,16 +45,26 @@ class Trace:
 
 
 def load(path) -> Trace:
+    """Reads a profile; ValueError (with what is wrong) when the file is not a trace-event JSON."""
     with open(path) as f:
         doc = json.load(f)
+    raw = doc.get("traceEvents") if isinstance(doc, dict) else None
+    if not isinstance(raw, list):
+        raise ValueError("not a Chrome trace-event JSON file (no traceEvents list)")
     lanes, events = {}, []
-    for e in doc["traceEvents"]:
-        if e.get("ph") == "M" and e.get("name") == "thread_name":
-            lanes[e["tid"]] = e["args"]["name"]
-        elif e.get("ph") == "X":
-            events.append(Event(e["name"], e.get("cat", ""), float(e["ts"]), float(e["dur"]), e["tid"],
-                                e.get("args", {})))
-    return Trace(events, lanes, doc.get("otherData", {}).get("mode", "?"))
+    for i, e in enumerate(raw):
+        try:
+            if e.get("ph") == "M" and e.get("name") == "thread_name":
+                lanes[e["tid"]] = e["args"]["name"]
+            elif e.get("ph") == "X":
+                args = e.get("args", {})
+                if not isinstance(args, dict):
+                    raise TypeError("args is not an object")
+                events.append(Event(e["name"], e.get("cat", ""), float(e["ts"]), float(e["dur"]), e["tid"], args))
+        except (AttributeError, KeyError, TypeError, ValueError) as err:
+            raise ValueError(f"malformed trace event #{i} ({err.__class__.__name__}: {err}): {str(e)[:120]}") from None
+    other = doc.get("otherData")
+    return Trace(events, lanes, other.get("mode", "?") if isinstance(other, dict) else "?")
 
 
 def _union(intervals):
@@ -213,10 +223,20 @@ def main(argv=None) -> int:
     s = summarize(trace)
     print(json.dumps(s, indent=1) if args.json else format_summary(s))
     if args.output:
-        render(trace, args.output)
+        try:
+            render(trace, args.output)
+        except OSError as e:
+            print(f"timeline: cannot write {args.output}: {e}", file=sys.stderr)
+            return 2
         print(f"wrote {args.output}")
     return 0
 
 
 if __name__ == "__main__":
+    # `python3 -m torch_trn.timeline` imports the torch_trn package first, which starts a profile
+    # when NEURON_PROFILE is set (typically still exported from profiling the program) and writes
+    # it at exit: over the very trace this command was asked to read. This process profiles
+    # nothing, so it must not write that file.
+    import torch_trn
+    torch_trn._PROFILE_PATH = None
     sys.exit(main())

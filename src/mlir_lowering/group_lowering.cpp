@@ -636,6 +636,9 @@ absl::Status GroupLowering::Check(const View& bad, std::string message) {
   if (bad.dtype != c10::kBool) {
     return absl::InternalError("Check takes a bool view");
   }
+  if (++writes_ > kMaxWrites) {  // a check's counter is one more result
+    return CutHere("the group writes as many views as an entry point can return");
+  }
   std::vector<int64_t> all(bad.rank());
   std::iota(all.begin(), all.end(), 0);
   View count = Reduce(bad, all, /*keepdim=*/false, c10::kLong, 0,

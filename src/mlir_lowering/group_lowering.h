@@ -158,7 +158,8 @@ struct LoweredGroup {
 
 class GroupLowering {
  public:
-  // Bounds that keep an entry point within runtime::kMaxCompiledArgs (ctx + params + buffers).
+  // Bounds that keep an entry point within runtime::kMaxCompiledArgs: ctx + params + inputs
+  // + results (written views and check counters) = 1 + 1 + 62 + 32 = 96.
   static constexpr int64_t kMaxInputs = 62;
   static constexpr int64_t kMaxWrites = 32;
 

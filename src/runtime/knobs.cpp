@@ -91,6 +91,8 @@ const std::vector<KnobSpec>& KnobSpecs() {
       {"NEURON_COMPILE_NICE", "10", "integer 0..19",
        "adaptive mode: nice value of the compile threads, so that recording and execution win "
        "the CPU when both want it."},
+      {"NEURON_TEST_COMPILE_FAULT", "(unset)", "fail | slow",
+       "For tests only: every group compile fails (fail), or takes 2 s longer (slow)."},
       {"NEURON_PROFILE", "(unset)", "a file path",
        "Profile the whole process and write the Chrome trace-event timeline there at exit "
        "(same as wrapping the program in torch_trn.profile(path))."},
@@ -157,6 +159,12 @@ absl::StatusOr<Knobs> ParseKnobs(const EnvLookup& lookup) {
   knobs.tiering = tiering != 0;
   if (auto v = lookup("NEURON_DUMP_MLIR")) {
     knobs.dump_mlir_dir = *v;
+  }
+  if (auto v = lookup("NEURON_TEST_COMPILE_FAULT")) {
+    if (!v->empty() && *v != "fail" && *v != "slow") {
+      return BadValue(Spec("NEURON_TEST_COMPILE_FAULT"), *v);
+    }
+    knobs.test_compile_fault = *v;
   }
   if (auto v = lookup("NEURON_PROFILE")) {
     knobs.profile_path = *v;

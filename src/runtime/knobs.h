@@ -45,6 +45,7 @@ struct Knobs {
   bool tiering = true;              // adaptive: -O0 first, then opt_level
   int64_t compile_nice = 10;        // nice value of the compile threads
   std::string profile_path;         // NEURON_PROFILE: empty = no whole-process profile
+  std::string test_compile_fault;   // tests only: "fail" | "slow" | ""
 };
 
 // All knobs, in documentation order.

@@ -3,6 +3,7 @@
 #include <chrono>
 #include <fstream>
 #include <mutex>
+#include <thread>
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
@@ -87,7 +88,13 @@ absl::StatusOr<runtime::CodeSlot::Code> GroupCompiler::Compile(const CompileRequ
   const double profile_begin = runtime::profiler::NowUs();
   const auto start = std::chrono::steady_clock::now();
   absl::StatusOr<runtime::CodeSlot::Code> result = [&]() -> absl::StatusOr<runtime::CodeSlot::Code> {
-    if (2 + request.num_inputs + request.num_outputs > runtime::kMaxCompiledArgs) {
+    if (options_.test_fault == "fail") {
+      return absl::InternalError("injected compile failure (NEURON_TEST_COMPILE_FAULT=fail)");
+    }
+    if (options_.test_fault == "slow") {
+      std::this_thread::sleep_for(std::chrono::seconds(2));
+    }
+    if (1 + request.num_inputs + request.num_outputs > runtime::kMaxCompiledArgs) {  // + ctx
       return absl::ResourceExhaustedError("more buffers than a compiled entry point takes");
     }
     absl::StatusOr<mlir_lowering::ObjectCode> object =
@@ -115,7 +122,13 @@ absl::StatusOr<runtime::CodeSlot::Code> GroupCompiler::Compile(const CompileRequ
     compile_ms_.push_back(ms);
   } else {
     const std::string reason(result.status().message().substr(0, 200));
-    if (stats_->CountCompileFailure(reason)) {
+    stats_->CountCompileFailure(reason);
+    bool first = false;
+    {
+      absl::MutexLock lock(&mu_);
+      first = logged_failures_.insert(reason).second;
+    }
+    if (first) {
       runtime::Log(runtime::LogLevel::kWarning,
                    absl::StrCat("group ", request.key_hex, " (", request.ops, " ops, first at ",
                                 runtime::GlobalSourceTable().Format(request.lines.empty() ? runtime::kNoSource

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "mlir_lowering/group_lowering.h"
@@ -25,6 +26,7 @@ namespace trn::scheduler {
 struct CompilerOptions {
   int opt_level = 3;
   std::string dump_mlir_dir;  // empty: no dump
+  std::string test_fault;     // NEURON_TEST_COMPILE_FAULT: "fail" | "slow" | ""
 };
 
 // Everything a compile needs, detached from the group's tensors (a queued compile must not keep
@@ -65,6 +67,7 @@ class GroupCompiler {
   mutable absl::Mutex mu_;
   std::vector<std::string> compiled_keys_ ABSL_GUARDED_BY(mu_);
   std::vector<double> compile_ms_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_set<std::string> logged_failures_ ABSL_GUARDED_BY(mu_);  // each reason logged once
 };
 
 }  // namespace trn::scheduler

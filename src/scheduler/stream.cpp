@@ -19,7 +19,7 @@ Stream::Stream(const runtime::Knobs& knobs, runtime::Stats* stats)
       flush_at_(Adaptive(knobs) ? std::min(knobs.adaptive_group_ops, knobs.max_pending_ops) : knobs.max_pending_ops),
       max_group_ops_(Adaptive(knobs) ? knobs.adaptive_group_ops : knobs.max_group_ops),
       stats_(stats),
-      compiler_(CompilerOptions{knobs.opt_level, knobs.dump_mlir_dir}, stats),
+      compiler_(CompilerOptions{knobs.opt_level, knobs.dump_mlir_dir, knobs.test_compile_fault}, stats),
       pool_(Adaptive(knobs) ? std::make_unique<CompilePool>(
                                   CompilePoolOptions{static_cast<int>(knobs.compile_workers), knobs.compile_queue,
                                                      knobs.tiering, knobs.opt_level,

@@ -1,7 +1,7 @@
 """OpInfo registry test (DESIGN.md §6.1): every float32 op_db sample on the neuron device vs CPU.
 
 Runs tests/opinfo/run_opinfo.py (one worker process per chunk of ~20 ops, 2 at a time; a
-crashing kernel only loses its own op), in eager mode and in compile mode. A full run takes ~4-7 minutes on 2 cores, so it is the
+crashing kernel only loses its own op), in each mode (eager, compile, adaptive). A full run takes ~4-7 minutes on 2 cores, so it is the
 default (FULL_BY_DEFAULT); set FULL_BY_DEFAULT = False to run the every-4th-op --quick subset
 unless pytest is given --full (tests/python/conftest.py).
 Known failures: tests/opinfo_expected_failures.txt (`<op.variant>[#idx] | <root cause>`).
@@ -23,8 +23,9 @@ FULL_BY_DEFAULT = True
 
 # Compile mode compiles one group per sample (~18,700 distinct groups): its default run is the
 # --quick subset (every 4th op) at LLVM -O0 (NEURON_OPT_LEVEL=0: same lowering and pipeline,
-# ~4x faster LLVM); --full runs every op.
-@pytest.mark.parametrize("mode", ["eager", "compile"])
+# ~4x faster LLVM); --full runs every op. Adaptive mode runs the same subset: samples run op by
+# op or compiled depending on how far the background compiler got (both must be right).
+@pytest.mark.parametrize("mode", ["eager", "compile", "adaptive"])
 def test_opinfo_registry(request, tmp_path, mode):
     full_flag = request.config.getoption("--full", default=False)
     full = full_flag or (FULL_BY_DEFAULT and mode == "eager")
@@ -34,7 +35,7 @@ def test_opinfo_registry(request, tmp_path, mode):
     if not full:
         cmd.append("--quick")
     env = dict(os.environ)
-    if mode == "compile":
+    if mode in ("compile", "adaptive"):
         env.setdefault("NEURON_OPT_LEVEL", "0")
         cmd += ["--expected", os.path.join(REPO, "tests", "opinfo_expected_failures.txt"),
                 "--expected", os.path.join(REPO, "tests", "opinfo_expected_failures_compile.txt")]
