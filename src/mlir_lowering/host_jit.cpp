@@ -178,9 +178,12 @@ absl::StatusOr<std::string> EmitObject(llvm::Module& module, llvm::TargetMachine
 }  // namespace
 
 absl::StatusOr<ObjectCode> CompileToObject(std::string_view mlir_text, std::string_view func_name,
-                                           int opt_level, CompileTimings* timings) {
+                                           int opt_level, CompileTimings* timings, int codegen_level) {
   if (opt_level < 0 || opt_level > 3) {
     return absl::InvalidArgumentError(absl::StrCat("opt_level must be 0..3, got ", opt_level));
+  }
+  if (codegen_level < -1 || codegen_level > 3) {
+    return absl::InvalidArgumentError(absl::StrCat("codegen_level must be -1..3, got ", codegen_level));
   }
   CompileTimings local_timings;
   CompileTimings& t = timings != nullptr ? *timings : local_timings;
@@ -224,7 +227,7 @@ absl::StatusOr<ObjectCode> CompileToObject(std::string_view mlir_text, std::stri
   if (!builder.ok()) {
     return builder.status();
   }
-  builder->setCodeGenOptLevel(CodeGenLevel(opt_level));
+  builder->setCodeGenOptLevel(CodeGenLevel(codegen_level < 0 ? opt_level : codegen_level));
   auto machine = builder->createTargetMachine();
   if (!machine) {
     return absl::InternalError(

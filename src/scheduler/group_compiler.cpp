@@ -77,7 +77,8 @@ std::vector<double> GroupCompiler::CompileMillis() const {
 }
 
 absl::StatusOr<runtime::CodeSlot::Code> GroupCompiler::Compile(const CompileRequest& request, int opt_level,
-                                                                int tier) {
+                                                                int tier, int codegen_level) {
+  const int cg = codegen_level < 0 ? opt_level : codegen_level;
   if (tier == 0) {
     absl::MutexLock lock(&mu_);
     compiled_keys_.push_back(request.key_hex);
@@ -98,7 +99,7 @@ absl::StatusOr<runtime::CodeSlot::Code> GroupCompiler::Compile(const CompileRequ
       return absl::ResourceExhaustedError("more buffers than a compiled entry point takes");
     }
     absl::StatusOr<mlir_lowering::ObjectCode> object =
-        mlir_lowering::CompileToObject(request.mlir, request.func, opt_level);
+        mlir_lowering::CompileToObject(request.mlir, request.func, opt_level, nullptr, cg);
     if (!object.ok()) {
       return object.status();
     }
@@ -139,12 +140,12 @@ absl::StatusOr<runtime::CodeSlot::Code> GroupCompiler::Compile(const CompileRequ
   if (runtime::profiler::Enabled()) {
     runtime::profiler::Event e;
     e.cat = "compile";
-    e.name = absl::StrCat("compile ", request.key_hex, " -O", opt_level);
+    e.name = absl::StrCat("compile ", request.key_hex, " -O", opt_level, cg != opt_level ? absl::StrCat(" (codegen -O", cg, ")") : "");
     e.begin_us = profile_begin;
     e.end_us = runtime::profiler::NowUs();
     e.lines = request.lines;
     e.sargs = {{"key", request.key_hex}, {"result", result.ok() ? "ok" : std::string(result.status().message().substr(0, 200))}};
-    e.nargs = {{"ops", static_cast<double>(request.ops)}, {"tier", tier}, {"opt_level", opt_level}, {"ms", ms}};
+    e.nargs = {{"ops", static_cast<double>(request.ops)}, {"tier", tier}, {"opt_level", opt_level}, {"codegen_level", cg}, {"ms", ms}};
     runtime::profiler::Add(std::move(e));
   }
   return result;

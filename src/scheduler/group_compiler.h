@@ -48,9 +48,11 @@ class GroupCompiler {
  public:
   GroupCompiler(CompilerOptions options, runtime::Stats* stats);
 
-  // Compiles `request` at LLVM `opt_level`. `tier` (0 first build, 1 optimised rebuild) goes
-  // into stats and the profile. Failures are counted, and logged once per reason.
-  absl::StatusOr<runtime::CodeSlot::Code> Compile(const CompileRequest& request, int opt_level, int tier);
+  // Compiles `request` at LLVM `opt_level` (IR optimisation) and `codegen_level` (-1: the
+  // same). `tier` (0 first build, 1 optimised rebuild) goes into stats and the profile.
+  // Failures are counted, and logged once per reason.
+  absl::StatusOr<runtime::CodeSlot::Code> Compile(const CompileRequest& request, int opt_level, int tier,
+                                                  int codegen_level = -1);
   // compile mode: the code for `key`, compiled here at the configured level on a miss.
   absl::StatusOr<runtime::CodeSlot::Code> GetOrCompile(const GroupKey& key, const CompileRequest& request);
   runtime::CodeCache& cache() { return cache_; }

@@ -1,0 +1,157 @@
+"""Time to first step, steady step time and hidden compile time: eager vs compile vs adaptive.
+
+    PYTHONPATH=python python3 bench/ttfs.py                  # mlp, cnn, gpt; 10 steps each
+    PYTHONPATH=python python3 bench/ttfs.py --models gpt --steps 10 --extra tiering_off
+
+Each (model, mode) runs in a fresh process, so the time to first step (TTFS) is what a user
+sees: from the moment the process is started to the first loss on the host, interpreter start,
+`import torch`, model build, recording, compiling (compile mode) and execution included. Rows:
+
+    cpu        PyTorch CPU eager (no torch_trn)
+    eager      NEURON_MODE=eager      (op by op)
+    compile    NEURON_MODE=compile    (each segment compiled at its sync point, blocking)
+    adaptive   NEURON_MODE=adaptive   (background compiles, tiering -O0 then -O3)
+  and with --extra: adaptive_notier (NEURON_TIERING=0: the background compiles go straight to
+  NEURON_OPT_LEVEL), adaptive_o0 (NEURON_OPT_LEVEL=0: one -O0 build only).
+
+Steady step = median of steps 5..N (1-based). Every neuron run is profiled (the same for all
+modes); "hidden" is the share of compile time spent on a compile thread while the program was
+recording or executing (python3 -m torch_trn.timeline explains it). Ratios are what to read:
+absolute times drift between runs on these machines.
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+# Bench-size models: big enough that a step is real work (tens of ms on 2 cores), small enough
+# that the whole bench runs in a few minutes.
+CHILD = r"""
+import json, os, sys, time
+T0 = float(os.environ["TTFS_T0"])
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+mode = os.environ["TTFS_MODE"]
+if mode != "cpu":
+    import torch_trn
+sys.path.insert(0, os.path.join(os.environ["TTFS_REPO"], "tests", "python"))
+from models import MLP, SmallCNN, TinyGPT
+
+name, steps = os.environ["TTFS_MODEL"], int(os.environ["TTFS_STEPS"])
+torch.manual_seed(0)
+g = torch.Generator().manual_seed(1)
+if name == "mlp":
+    model = MLP(d_in=256, hidden=1024, n_classes=10)
+    batches = [(torch.randn(256, 256, generator=g), torch.randint(0, 10, (256,), generator=g)) for _ in range(steps)]
+elif name == "cnn":
+    model = SmallCNN(in_ch=3, n_classes=10)
+    batches = [(torch.randn(64, 3, 8, 8, generator=g), torch.randint(0, 10, (64,), generator=g)) for _ in range(steps)]
+else:
+    model = TinyGPT(vocab=256, block_size=64, d_model=128, n_heads=4, n_layers=2)
+    batches = []
+    for _ in range(steps):
+        seq = torch.randint(0, 256, (8, 65), generator=g)
+        batches.append((seq[:, :-1].contiguous(), seq[:, 1:].contiguous()))
+dev = torch.device("cpu") if mode == "cpu" else torch_trn.device()
+model = model.to(dev)
+opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+prof = None
+if mode != "cpu" and os.environ.get("TTFS_PROFILE"):
+    prof = torch_trn.profile(os.environ["TTFS_PROFILE"])
+    prof.__enter__()
+times, losses, ttfs = [], [], None
+for x, y in batches:
+    t = time.perf_counter()
+    loss = model.loss(x.to(dev), y.to(dev))
+    loss.backward(); opt.step(); opt.zero_grad()
+    losses.append(loss.item())
+    times.append(time.perf_counter() - t)
+    if ttfs is None:
+        ttfs = time.time() - T0
+out = {"ttfs": ttfs, "steps": times, "losses": losses}
+if mode != "cpu":
+    if prof is not None:
+        prof.__exit__(None, None, None)
+    s = torch_trn.stats()
+    out.update(compiles=s["compiles"], tier_ups=s["tier_ups"], compile_ms=s["compile_ms"],
+               ops_compiled=s["ops_run_compiled"], ops_executed=s["ops_executed"])
+print("RESULT " + json.dumps(out))
+"""
+
+MODES = {
+    "cpu": {},
+    "eager": {"NEURON_MODE": "eager"},
+    "compile": {"NEURON_MODE": "compile"},
+    "adaptive": {"NEURON_MODE": "adaptive"},
+    "adaptive_notier": {"NEURON_MODE": "adaptive", "NEURON_TIERING": "0"},
+    "adaptive_o0": {"NEURON_MODE": "adaptive", "NEURON_OPT_LEVEL": "0"},
+}
+
+
+def run(model, mode, steps, tmp):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("NEURON_")}
+    env.update(MODES[mode])
+    env["PYTHONPATH"] = os.path.join(REPO, "python")
+    profile = os.path.join(tmp, f"{model}_{mode}.json")
+    env.update(TTFS_MODEL=model, TTFS_MODE="cpu" if mode == "cpu" else mode, TTFS_STEPS=str(steps),
+               TTFS_REPO=REPO, TTFS_PROFILE="" if mode == "cpu" else profile)
+    env["TTFS_T0"] = repr(time.time())
+    proc = subprocess.run([sys.executable, "-c", CHILD], env=env, capture_output=True, text=True, timeout=1800)
+    lines = [l for l in proc.stdout.splitlines() if l.startswith("RESULT ")]
+    if proc.returncode != 0 or not lines:
+        raise SystemExit(f"{model}/{mode} failed (exit {proc.returncode}):\n{proc.stderr[-3000:]}")
+    r = json.loads(lines[-1][len("RESULT "):])
+    r["steady"] = statistics.median(r["steps"][4:]) if len(r["steps"]) > 4 else r["steps"][-1]
+    if mode != "cpu":
+        sys.path.insert(0, os.path.join(REPO, "python"))
+        from torch_trn import timeline
+        s = timeline.summarize(timeline.load(profile))
+        r["hidden"] = s["hidden_share"] if s["compiles"] else None
+        r["first_all_compiled"] = s["first_all_compiled_step"]
+    return r
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--models", default="mlp,cnn,gpt")
+    ap.add_argument("--steps", type=int, default=10)
+    ap.add_argument("--extra", default="", help="comma list of extra rows: adaptive_notier,adaptive_o0")
+    ap.add_argument("--json", help="also write every result here")
+    args = ap.parse_args()
+    modes = ["cpu", "eager", "compile", "adaptive"] + [m for m in args.extra.split(",") if m]
+    results = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for model in args.models.split(","):
+            for mode in modes:
+                results[(model, mode)] = r = run(model, mode, args.steps, tmp)
+                print(f"  {model:4s} {mode:16s} ttfs {r['ttfs']:6.2f}s  steady {1e3 * r['steady']:8.1f} ms", flush=True)
+    print()
+    hdr = (f"{'model':5s} {'mode':16s} {'TTFS s':>7s} {'/eager':>7s} {'/compile':>8s} {'steady ms':>9s} "
+           f"{'/compile':>8s} {'/eager':>7s} {'compiles':>8s} {'hidden':>7s} {'all-compiled step':>17s}")
+    print(hdr)
+    print("-" * len(hdr))
+    for model in args.models.split(","):
+        e, c = results[(model, "eager")], results[(model, "compile")]
+        for mode in modes:
+            r = results[(model, mode)]
+            hidden = "-" if r.get("hidden") is None else f"{100 * r['hidden']:.0f}%"
+            first = r.get("first_all_compiled") or "-"
+            print(f"{model:5s} {mode:16s} {r['ttfs']:7.2f} {r['ttfs'] / e['ttfs']:7.2f} {r['ttfs'] / c['ttfs']:8.2f} "
+                  f"{1e3 * r['steady']:9.1f} {r['steady'] / c['steady']:8.2f} {r['steady'] / e['steady']:7.2f} "
+                  f"{r.get('compiles', 0):8d} {hidden:>7s} {str(first):>17s}")
+    print("\ntargets: adaptive TTFS <= 1.1 x eager and <= 0.6 x compile; adaptive steady <= 1.1 x compile; "
+          "hidden >= 90%")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({f"{m}/{mo}": r for (m, mo), r in results.items()}, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
