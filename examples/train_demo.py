@@ -8,6 +8,7 @@ state_dict) and see the same batches. Exits with status 1 when a step's losses d
 than 1e-5 relative.
 """
 import argparse
+import json
 import math
 import os
 import sys
@@ -27,6 +28,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--steps", type=int, default=10)
     parser.add_argument("--model", default="gpt", choices=["gpt", "gpt_sdpa"])
+    parser.add_argument("--json", help="also write the run's numbers (losses, times, stats) here")
     args = parser.parse_args()
 
     dev = torch_trn.device()
@@ -40,6 +42,7 @@ def main() -> int:
     print(f"{'step':>4}  {'loss(neuron)':>14}  {'loss(cpu)':>14}  {'rel.diff':>9}")
     torch_trn.reset_stats()
     worst, t_dev, t_cpu = 0.0, 0.0, 0.0
+    step_times, losses = [], []
     for step, (x, y) in enumerate(make_batches(args.model, args.steps)):
         t0 = time.perf_counter()
         loss = dev_model.loss(x.to(dev), y.to(dev))
@@ -55,6 +58,8 @@ def main() -> int:
         loss_cpu = ref.item()
         t2 = time.perf_counter()
         t_dev += t1 - t0
+        step_times.append(t1 - t0)
+        losses.append(loss_dev)
         t_cpu += t2 - t1
         rel = abs(loss_dev - loss_cpu) / max(abs(loss_cpu), 1e-30)
         worst = max(worst, rel)
@@ -70,7 +75,14 @@ def main() -> int:
           "".join(f"\n  {op}: {r}" for op, r in sorted(s['host_fallbacks'].items())))
     print(f"syncs:           {s['sync_total']}  {s['syncs']}")
     print(f"wall time:       neuron {t_dev:.2f}s, cpu {t_cpu:.2f}s for {args.steps} steps")
+    print(f"compiled:        {s['ops_run_compiled']} of {s['ops_executed']} ops executed ran compiled; "
+          f"{s['compiles']} compiles ({s['compile_ms'] / 1e3:.1f} s of compile time)")
     print(f"max rel.diff:    {worst:.2e} (tolerance {REL_TOL:g})")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"mode": torch_trn.mode(), "steps": step_times, "losses": losses, "worst_rel": worst,
+                       "compiles": s["compiles"], "compile_ms": s["compile_ms"],
+                       "ops_run_compiled": s["ops_run_compiled"], "ops_executed": s["ops_executed"]}, f)
     if worst > REL_TOL:
         print("FAIL: losses diverged", file=sys.stderr)
         return 1

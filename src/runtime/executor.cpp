@@ -8,6 +8,8 @@
 #include "runtime/op_runner.h"
 #include "runtime/profiler.h"
 
+#include <dlfcn.h>
+
 #include <algorithm>
 
 namespace trn::runtime {
@@ -180,7 +182,23 @@ std::optional<ExecutedOp> Executor::CurrentOp() const {
   return running_;
 }
 
+namespace {
+
+// The executor thread's OpenMP team size (the OpenMP "nthreads" setting is per thread). Resolved
+// from the process (libtorch's own libgomp) rather than linked, so no second OpenMP runtime gets
+// loaded. MKL with the GNU threading layer follows the calling thread's setting.
+void SetThreadTeamSize(int threads) {
+  using SetFn = void (*)(int);
+  auto set = reinterpret_cast<SetFn>(dlsym(RTLD_DEFAULT, "omp_set_num_threads"));
+  if (set != nullptr && threads > 0) {
+    set(threads);
+  }
+}
+
+}  // namespace
+
 void Executor::Loop() {
+  SetThreadTeamSize(static_cast<int>(options_.kernel_threads));
   ExecutorWarningHandler handler(this);
   c10::WarningUtils::WarningHandlerGuard guard(&handler);
   profiler::NameThisThread("executor");
@@ -292,7 +310,7 @@ void Executor::RunCompiled(ExecUnit& unit) {
   for (int64_t i = 0; i < n; ++i) {
     stats_->CountExecuted();
     const bool blamed = !status.ok() && (failed == i || (failed < 0 && i == 0));
-    Finish(unit.ops[i], blamed ? status : absl::OkStatus(), false);
+    Finish(unit.ops[i], blamed ? status : absl::OkStatus(), false, unit, true);
   }
 }
 
@@ -323,12 +341,13 @@ void Executor::RunOpByOp(ExecUnit& unit, bool poisoned, bool profile) {
       e.lines = {record.source};
       profiler::Add(std::move(e));
     }
-    Finish(record, std::move(status), poisoned);
+    Finish(record, std::move(status), poisoned, unit, false);
   }
 }
 
-void Executor::Finish(const OpRecord& op, absl::Status status, bool poisoned) {
-  ExecutedOp done{OpName(op.op), op.source, op.seq, !status.ok()};
+void Executor::Finish(const OpRecord& op, absl::Status status, bool poisoned, const ExecUnit& unit, bool compiled) {
+  ExecutedOp done{OpName(op.op), op.source, op.seq, !status.ok(), unit.key,
+                  static_cast<int64_t>(unit.ops.size()), compiled};
   absl::MutexLock lock(&mu_);
   if (!status.ok() && first_error_.ok()) {
     first_error_ = WithOpContext(status, done.op, GlobalSourceTable().Format(op.source));

@@ -65,6 +65,8 @@ struct ExecutorOptions {
   // Count the storage references held by submitted, unfinished units (grouping modes need
   // them to decide liveness independently of the executor's progress: EarlierRefs).
   bool track_refs = false;
+  // OpenMP threads of the kernels the executor runs (0: leave the default).
+  int64_t kernel_threads = 0;
 };
 
 class Executor {
@@ -97,7 +99,7 @@ class Executor {
   void RunUnit(ExecUnit& unit, bool poisoned);
   void RunCompiled(ExecUnit& unit);
   void RunOpByOp(ExecUnit& unit, bool poisoned, bool profile);
-  void Finish(const OpRecord& op, absl::Status status, bool poisoned);
+  void Finish(const OpRecord& op, absl::Status status, bool poisoned, const ExecUnit& unit, bool compiled);
   void CollectWarning(const c10::Warning& warning);
   void ReraiseWarnings();
   friend class ExecutorWarningHandler;

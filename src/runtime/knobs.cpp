@@ -1,5 +1,8 @@
 #include "runtime/knobs.h"
 
+#include <algorithm>
+#include <thread>
+
 #include <cstdint>
 #include <cstdlib>
 #include <mutex>
@@ -75,8 +78,8 @@ const std::vector<KnobSpec>& KnobSpecs() {
       {"NEURON_MAX_GROUP_OPS", "256", "integer >= 1",
        "Most ops in one compiled group (compile mode); longer runs are cut into several groups."},
       {"NEURON_OPT_LEVEL", "3", "0 | 1 | 2 | 3",
-       "LLVM optimisation level of compiled groups (0 compiles ~10x faster, runs slower). In "
-       "adaptive mode with tiering, the level of the second (optimised) tier."},
+       "LLVM optimisation level of compiled groups (0 compiles ~10x faster, runs ~2.5x slower). "
+       "In adaptive mode with tiering, the level of the second (optimised) build."},
       {"NEURON_ADAPTIVE_GROUP_OPS", "64", "integer >= 1",
        "adaptive mode: recorded ops are cut into groups of at most this many (a group starts "
        "executing once it is full or at a sync point)."},
@@ -86,11 +89,14 @@ const std::vector<KnobSpec>& KnobSpecs() {
        "adaptive mode: most groups waiting for a compile thread; a group that finds the queue "
        "full runs op by op and is queued again when next seen."},
       {"NEURON_TIERING", "1", "0 | 1",
-       "adaptive mode: compile each group first at LLVM -O0 (fast to build), then again at "
-       "NEURON_OPT_LEVEL in the background, replacing the first build (see docs/adaptive.md)."},
+       "adaptive mode: build each group first fast (LLVM IR -O1, codegen -O0), then again at "
+       "NEURON_OPT_LEVEL in the background, replacing the first build (docs/adaptive.md)."},
       {"NEURON_COMPILE_NICE", "10", "integer 0..19",
        "adaptive mode: nice value of the compile threads, so that recording and execution win "
        "the CPU when both want it."},
+      {"NEURON_EXECUTOR_THREADS", "0", "integer >= 0",
+       "OpenMP threads the executor's CPU kernels use; 0 = one less than the machine's cores "
+       "(at least 1), leaving a core to the recording thread (docs/adaptive.md)."},
       {"NEURON_TEST_COMPILE_FAULT", "(unset)", "fail | slow",
        "For tests only: every group compile fails (fail), or takes 2 s longer (slow)."},
       {"NEURON_PROFILE", "(unset)", "a file path",
@@ -141,6 +147,7 @@ absl::StatusOr<Knobs> ParseKnobs(const EnvLookup& lookup) {
       {"NEURON_COMPILE_QUEUE", 1, INT64_MAX, &knobs.compile_queue},
       {"NEURON_TIERING", 0, 1, &tiering},
       {"NEURON_COMPILE_NICE", 0, 19, &knobs.compile_nice},
+      {"NEURON_EXECUTOR_THREADS", 0, 1024, &knobs.executor_threads},
   };
   for (const IntKnob& k : int_knobs) {
     if (auto v = lookup(k.name)) {
@@ -157,6 +164,9 @@ absl::StatusOr<Knobs> ParseKnobs(const EnvLookup& lookup) {
   knobs.log_level = static_cast<int>(log_level);
   knobs.opt_level = static_cast<int>(opt_level);
   knobs.tiering = tiering != 0;
+  if (knobs.executor_threads == 0) {
+    knobs.executor_threads = std::max<int64_t>(1, static_cast<int64_t>(std::thread::hardware_concurrency()) - 1);
+  }
   if (auto v = lookup("NEURON_DUMP_MLIR")) {
     knobs.dump_mlir_dir = *v;
   }

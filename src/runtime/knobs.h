@@ -44,6 +44,7 @@ struct Knobs {
   int64_t compile_queue = 256;      // most groups waiting for a compile thread
   bool tiering = true;              // adaptive: -O0 first, then opt_level
   int64_t compile_nice = 10;        // nice value of the compile threads
+  int64_t executor_threads = 0;     // OpenMP threads of the executor's kernels (0: cores - 1)
   std::string profile_path;         // NEURON_PROFILE: empty = no whole-process profile
   std::string test_compile_fault;   // tests only: "fail" | "slow" | ""
 };

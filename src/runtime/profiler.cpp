@@ -58,10 +58,13 @@ bool Active() { return Enabled(); }
 
 double NowUs() {
   if (!Enabled()) {
-    return 0;
+    return 0;  // "before the profile": Add clips it to the profile's start
   }
-  const int64_t now = std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch()).count();
-  return static_cast<double>(now - g_start_ns.load(std::memory_order_relaxed)) / 1000.0;
+  // Absolute (clock epoch) microseconds: an event that straddles two profiles keeps its true
+  // start; StopAndWrite makes times relative to the profile's start.
+  return static_cast<double>(
+             std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch()).count()) /
+         1000.0;
 }
 
 void NameThisThread(std::string name) {
@@ -82,6 +85,11 @@ void Add(Event event) {
   if (!Enabled()) {
     return;
   }
+  const double start_us = static_cast<double>(g_start_ns.load(std::memory_order_relaxed)) / 1000.0;
+  if (event.end_us < start_us) {
+    return;  // ended before this profile started (a previous profile's event)
+  }
+  event.begin_us = std::max(event.begin_us, start_us);  // began before the profile: clip
   event.lane = LaneLocked(r);
   r.events.push_back(std::move(event));
 }
@@ -109,6 +117,7 @@ absl::Status StopAndWrite(const std::string& path) {
   std::vector<Event> events;
   std::map<int, std::string> lanes;
   std::string mode;
+  const double start_us = static_cast<double>(g_start_ns.load()) / 1000.0;
   {
     Recorder& r = R();
     absl::MutexLock lock(&r.mu);
@@ -146,7 +155,7 @@ absl::Status StopAndWrite(const std::string& path) {
     trace_events.push_back({{"name", e.name},
                             {"cat", e.cat},
                             {"ph", "X"},
-                            {"ts", e.begin_us},
+                            {"ts", e.begin_us - start_us},
                             {"dur", std::max(0.0, e.end_us - e.begin_us)},
                             {"pid", 1},
                             {"tid", e.lane},

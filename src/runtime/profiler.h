@@ -7,7 +7,7 @@
 //  - execute  (executor thread): one event per execution unit: how it ran (compiled, op by op
 //             while its code compiles, no lowering, compile failed, eager), its group key, op
 //             count and the source lines of its ops; op-by-op units nest one event per op.
-// Timestamps are microseconds of one steady clock since the profile started.
+// Timestamps in the file are microseconds of one steady clock since the profile started.
 //
 // Cost: when no profile is active, every hook is one relaxed atomic load (Enabled()).
 //
@@ -36,7 +36,8 @@ struct Event {
 };
 
 bool Enabled();
-// Microseconds since the active profile started (0 when none is active).
+// Microseconds of the profiler's clock (0 when no profile is active; an event that began before
+// its profile started is clipped to the start, one that ended before it is dropped).
 double NowUs();
 // Names the calling thread's lane ("executor", "compile worker 0", ...). Threads that never
 // name themselves get "thread <n>"; the thread that starts the profile is named "python".

@@ -1,5 +1,7 @@
 #include "scheduler/stream.h"
 
+#include <fstream>
+
 #include "absl/strings/str_cat.h"
 #include "runtime/blocking.h"
 #include "runtime/op_runner.h"
@@ -19,6 +21,7 @@ Stream::Stream(const runtime::Knobs& knobs, runtime::Stats* stats)
       flush_at_(Adaptive(knobs) ? std::min(knobs.adaptive_group_ops, knobs.max_pending_ops) : knobs.max_pending_ops),
       max_group_ops_(Adaptive(knobs) ? knobs.adaptive_group_ops : knobs.max_group_ops),
       stats_(stats),
+      dump_dir_(knobs.dump_mlir_dir),
       compiler_(CompilerOptions{knobs.opt_level, knobs.dump_mlir_dir, knobs.test_compile_fault}, stats),
       pool_(Adaptive(knobs) ? std::make_unique<CompilePool>(
                                   CompilePoolOptions{static_cast<int>(knobs.compile_workers), knobs.compile_queue,
@@ -27,7 +30,8 @@ Stream::Stream(const runtime::Knobs& knobs, runtime::Stats* stats)
                                   &compiler_)
                             : nullptr),
       executor_(runtime::ExecutorOptions{knobs.max_pending_ops, knobs.last_ops_capacity,
-                                         /*track_refs=*/knobs.mode != runtime::Mode::kEager},
+                                         /*track_refs=*/knobs.mode != runtime::Mode::kEager,
+                                         knobs.executor_threads},
                 stats) {}
 
 absl::Status Stream::Record(runtime::OpRecord record, double record_begin_us) {
@@ -110,6 +114,9 @@ runtime::ExecUnit Stream::MakeGroupUnit(PlannedUnit& p) {
     ops.push_back(&r);
   }
   const GroupKey key = MakeGroupKey(ops, lowered.inputs, outputs, lowered.param_args);
+  if (!dump_dir_.empty()) {  // NEURON_DUMP_MLIR: the key material too, to explain cache misses
+    std::ofstream(absl::StrCat(dump_dir_, "/", key.Hex(), ".key"), std::ios::binary) << key.material;
+  }
   runtime::ExecUnit unit;
   unit.key = key.Hex();
   runtime::CodeSlot::Code code;

@@ -64,6 +64,7 @@ class Stream {
   const int64_t flush_at_;       // pending ops that trigger a flush without a sync point
   const int64_t max_group_ops_;
   runtime::Stats* const stats_;
+  const std::string dump_dir_;  // NEURON_DUMP_MLIR
   absl::Mutex mu_;
   uint64_t next_seq_ ABSL_GUARDED_BY(mu_) = 1;
   std::vector<runtime::OpRecord> pending_ ABSL_GUARDED_BY(mu_);
