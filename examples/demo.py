@@ -1,6 +1,6 @@
 """The main demo (`./dev demo`): the small transformer trained in the three modes, side by side.
 
-    PYTHONPATH=python python3 examples/demo.py [--steps 20] [--out build/demo]
+    PYTHONPATH=python python3 examples/demo.py [--steps 60] [--out build/demo]
 
 Runs examples/train_demo.py (device vs CPU eager, losses compared every step) once per mode in
 a fresh process: eager, compile, then adaptive with the profiler on. Writes the adaptive run's
@@ -42,7 +42,7 @@ def run(mode, steps, out_dir, profile=None):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--steps", type=int, default=20)
+    ap.add_argument("--steps", type=int, default=60)
     ap.add_argument("--out", default=os.path.join(REPO, "build", "demo"))
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)

@@ -76,6 +76,12 @@ void NameThisThread(std::string name) {
   }
 }
 
+void NameThisThreadIfUnnamed(const char* name) {
+  if (t_lane.name.empty()) {
+    NameThisThread(name);
+  }
+}
+
 void Add(Event event) {
   if (!Enabled()) {
     return;

@@ -42,6 +42,8 @@ double NowUs();
 // Names the calling thread's lane ("executor", "compile worker 0", ...). Threads that never
 // name themselves get "thread <n>"; the thread that starts the profile is named "python".
 void NameThisThread(std::string name);
+// Names the calling thread's lane unless it has a name already (cheap when it has).
+void NameThisThreadIfUnnamed(const char* name);
 // Appends `event` (its lane is set to the calling thread's). Ignored when no profile is active.
 void Add(Event event);
 

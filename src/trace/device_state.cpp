@@ -1,5 +1,7 @@
 #include "trace/device_state.h"
 
+#include "runtime/profiler.h"
+
 #include <c10/util/Exception.h>
 
 #include <atomic>
@@ -42,6 +44,9 @@ runtime::SourceId CaptureSource() {
 runtime::SourceId SourceForOp(DeviceState& state, const std::vector<c10::IValue>& args) {
   const runtime::SourceId id = CaptureSource();
   if (id == runtime::kNoSource) {
+    if (runtime::profiler::Enabled()) {  // no Python frame: the autograd engine's thread
+      runtime::profiler::NameThisThreadIfUnnamed("autograd (backward ops)");
+    }
     return state.backward_lines.LookupBackward();
   }
   if (at::GradMode::is_enabled()) {

@@ -39,7 +39,7 @@ TESTS = os.path.join(ROOT, "tests", "python")
 MODELS_PY = os.path.join(TESTS, "models.py")
 STEPS = 3
 ADAPTIVE_LEVEL = 2   # NEURON_OPT_LEVEL of the adaptive run (its tier-up level)
-RECORDING_LANE = re.compile(r"python|thread \d+")
+RECORDING_LANE = re.compile(r"python|autograd \(backward ops\)|thread \d+")
 LINE = re.compile(r"(?P<file>.+):(?P<line>\d+) \((?P<func>.+)\)")
 # Some backward ops have no source line yet (see test_every_backward_op_has_a_source_line).
 UNKNOWN = "<unknown location>"
@@ -294,7 +294,7 @@ def check_format(doc, mode):
     assert all(c == 1 for c in names.values()), f"a lane named twice: {names}"
     lane = lanes(doc)
     for tid, name in lane.items():
-        assert re.fullmatch(r"python|executor|compile worker \d+|thread \d+", name), name
+        assert re.fullmatch(r"python|executor|compile worker \d+|autograd \(backward ops\)|thread \d+", name), name
     assert sorted(lane.values()).count("python") == 1 and sorted(lane.values()).count("executor") == 1, lane
     sort_index = {e["tid"]: e["args"]["sort_index"] for e in meta if e["name"] == "thread_sort_index"}
     assert set(sort_index) == set(lane)
