@@ -6,7 +6,8 @@
 A profile comes from `with torch_trn.profile("trace.json"):` or NEURON_PROFILE=trace.json. Its
 lanes are threads: recording ("python", the autograd thread), "executor", "compile worker N".
 The summary answers the adaptive-mode questions: how long compiling took, how much of it ran
-while the executor was busy (hidden behind execution), how many ops ran compiled or one by one
+while the executor was busy, how much was hidden (off the program's critical path: on a compile
+thread, which nothing waits for, while the program ran), how many ops ran compiled or one by one
 (and why), and the first step at which everything that can compile ran compiled. Steps are the
 intervals between sync points (loss.item(), .cpu(), torch_trn.sync()).
 """
@@ -106,13 +107,14 @@ def summarize(trace: Trace) -> dict:
     busy = _union([(e.ts, e.end) for e in execs])
     compile_us = sum(e.dur for e in compiles)
     overlapped_us = sum(_overlap(e.ts, e.end, busy) for e in compiles)
-    # Hidden: compile time on a compile thread while the program itself was busy recording or
-    # executing. A compile on a recording thread (compile mode compiles inside the sync) blocks
-    # the program, so none of it is hidden.
+    # Hidden: compile time off the program's critical path, i.e. on a compile thread (which
+    # nothing waits for) while the program ran: between its first recorded op and its last
+    # sync. A compile on a recording thread (compile mode compiles inside the sync) blocks the
+    # program, so none of it is hidden; neither is compiling after the program's last sync.
     workers = {tid for tid, name in trace.lanes.items() if name.startswith("compile")}
-    active = _union([(e.ts, e.end) for e in execs] +
-                    [(e.ts, e.end) for e in trace.events if e.cat == "record"])
-    hidden_us = sum(_overlap(e.ts, e.end, active) for e in compiles if e.tid in workers)
+    program = [e for e in trace.events if e.cat in ("record", "sync")]
+    window = [[min(e.ts for e in program), max(e.end for e in program)]] if program else []
+    hidden_us = sum(_overlap(e.ts, e.end, window) for e in compiles if e.tid in workers)
     ops = {k: 0 for k in KINDS}
     for e in execs:
         ops[e.args.get("kind", "op")] = ops.get(e.args.get("kind", "op"), 0) + int(e.args.get("ops", 1))
@@ -156,8 +158,8 @@ def format_summary(s: dict) -> str:
         f"compiles:             {s['compiles']} (first builds {s['compiles_by_tier'][0]}, "
         f"tier-ups {s['compiles_by_tier'][1]}, failed {s['compile_failures']})",
         f"compile wall time:    {s['compile_ms']:.1f} ms: {100 * s['overlapped_share']:.1f}% of it overlapped "
-        f"with execution, {100 * s['hidden_share']:.1f}% hidden (on a compile thread while the "
-        f"program recorded or executed)",
+        f"with execution, {100 * s['hidden_share']:.1f}% hidden (off the critical path: on a "
+        f"compile thread while the program ran)",
         "ops executed:         " + ", ".join(f"{k} {v} ({100 * v / total_ops:.1f}%)"
                                              for k, v in s["ops"].items() if v),
         f"steps (sync points):  {len(s['steps'])}",
