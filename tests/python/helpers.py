@@ -23,3 +23,28 @@ def run_python(code, env=None, drop=()):
     full_env["PYTHONPATH"] = os.path.join(ROOT, "python")
     return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], env=full_env,
                           capture_output=True, text=True, timeout=300)
+
+
+def last_json(proc):
+    """The last JSON line a test program printed (after asserting it exited 0)."""
+    import json
+    assert proc.returncode == 0, f"exit {proc.returncode}\n{proc.stdout}\n{proc.stderr[-4000:]}"
+    lines = [l for l in proc.stdout.splitlines() if l.startswith("{")]
+    assert lines, f"no JSON line in the output:\n{proc.stdout}\n{proc.stderr[-2000:]}"
+    return json.loads(lines[-1])
+
+
+def cpu_losses(name, steps, optim="adamw"):
+    """Losses of `steps` training steps of models.py's `name` in PyTorch CPU eager (the reference
+    the device runs are compared with): AdamW(lr=1e-2, weight_decay=0.01) or SGD(lr=1e-2)."""
+    import torch
+    from models import make_batches, make_model
+    model = make_model(name)
+    opt = (torch.optim.AdamW(model.parameters(), lr=1e-2, weight_decay=0.01) if optim == "adamw"
+           else torch.optim.SGD(model.parameters(), lr=1e-2))
+    out = []
+    for x, y in make_batches(name, steps):
+        loss = model.loss(x, y)
+        loss.backward(); opt.step(); opt.zero_grad()
+        out.append(loss.item())
+    return out

@@ -9,25 +9,19 @@ with PyTorch's CPU results computed here. What is asserted:
     the loop), compile failures never fail the user (reason counted and logged once);
   - a full compile queue only delays compiling; NEURON_LAUNCH_BLOCKING=1 runs op by op.
 """
-import json
 import math
-import sys
 
 import pytest
-import torch
 
-from helpers import ROOT, run_python
-from models import MODELS, make_batches, make_model
+from helpers import ROOT, cpu_losses, last_json, run_python
+from models import MODELS
 
 ADAPTIVE = {"NEURON_MODE": "adaptive"}
 
 
 def run_json(code, env=None):
     proc = run_python(code, env={**ADAPTIVE, **(env or {})})
-    assert proc.returncode == 0, f"exit {proc.returncode}\n{proc.stdout}\n{proc.stderr[-4000:]}"
-    lines = [l for l in proc.stdout.splitlines() if l.startswith("{")]
-    assert lines, f"no JSON line in the output:\n{proc.stdout}\n{proc.stderr[-2000:]}"
-    out = json.loads(lines[-1])
+    out = last_json(proc)
     out["stderr"] = proc.stderr
     return out
 
@@ -60,17 +54,6 @@ print(json.dumps({{"losses": losses, "entries": entries, "compiled": compiled, "
 
 def train(name, steps, waits=(), env=None):
     return run_json(TRAIN.format(tests=f"{ROOT}/tests/python", name=name, steps=steps, waits=list(waits)), env)
-
-
-def cpu_losses(name, steps):
-    model = make_model(name)
-    opt = torch.optim.AdamW(model.parameters(), lr=1e-2, weight_decay=0.01)
-    out = []
-    for x, y in make_batches(name, steps):
-        loss = model.loss(x, y)
-        loss.backward(); opt.step(); opt.zero_grad()
-        out.append(loss.item())
-    return out
 
 
 def assert_losses_match(name, got, want, rtol=1e-5):

@@ -16,18 +16,14 @@ import sys
 import pytest
 import torch
 
-from helpers import ROOT, run_python
+from helpers import ROOT, cpu_losses, last_json, run_python
 from models import MODELS, make_batches, make_model
 
 COMPILE = {"NEURON_MODE": "compile"}
 
 
 def run_json(code, env=COMPILE):
-    proc = run_python(code, env=env)
-    assert proc.returncode == 0, f"exit {proc.returncode}\n{proc.stdout}\n{proc.stderr[-4000:]}"
-    lines = [l for l in proc.stdout.splitlines() if l.startswith("{")]
-    assert lines, f"no JSON line in the output:\n{proc.stdout}\n{proc.stderr[-2000:]}"
-    return json.loads(lines[-1])
+    return last_json(run_python(code, env=env))
 
 
 TRAIN = """
@@ -54,18 +50,6 @@ print(json.dumps({{"losses": losses, "compiles": compiles, "keys": torch_trn._C.
 
 def train_in_compile_mode(name, steps, optim="adamw"):
     return run_json(TRAIN.format(tests=f"{ROOT}/tests/python", name=name, steps=steps, optim=optim))
-
-
-def cpu_losses(name, steps, optim="adamw"):
-    model = make_model(name)
-    opt = (torch.optim.AdamW(model.parameters(), lr=1e-2, weight_decay=0.01) if optim == "adamw"
-           else torch.optim.SGD(model.parameters(), lr=1e-2))
-    out = []
-    for x, y in make_batches(name, steps):
-        loss = model.loss(x, y)
-        loss.backward(); opt.step(); opt.zero_grad()
-        out.append(loss.item())
-    return out
 
 
 @pytest.mark.parametrize("name", list(MODELS))

@@ -32,7 +32,7 @@ import pytest
 import torch
 
 import torch_trn
-from helpers import ROOT, line_of
+from helpers import ROOT, last_json, line_of
 from torch_trn import timeline
 
 TESTS = os.path.join(ROOT, "tests", "python")
@@ -57,13 +57,6 @@ def run_script(path, code, env):
     full_env["PYTHONPATH"] = os.path.join(ROOT, "python")
     return subprocess.run([sys.executable, path], env=full_env, capture_output=True, text=True,
                           timeout=300)
-
-
-def last_json(proc):
-    assert proc.returncode == 0, f"exit {proc.returncode}\n{proc.stdout}\n{proc.stderr[-4000:]}"
-    lines = [l for l in proc.stdout.splitlines() if l.startswith("{")]
-    assert lines, f"no JSON line in the output:\n{proc.stdout}\n{proc.stderr[-2000:]}"
-    return json.loads(lines[-1])
 
 
 # The training program. Each model's region starts after its weights and batches are on the
