@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include <vector>
 
@@ -38,7 +39,7 @@ std::string ConstantLiteral(const c10::Scalar& value, c10::ScalarType dtype);
 // Fresh SSA names, unique in one module.
 class NameGen {
  public:
-  std::string Next(absl::string_view hint = "v") { return "%" + std::string(hint) + std::to_string(n_++); }
+  std::string Next(absl::string_view hint = "v") { return absl::StrCat("%", hint, n_++); }
 
  private:
   int64_t n_ = 0;

@@ -23,7 +23,7 @@ void MatchCpuSizes(const c10::OperatorHandle& op, const std::vector<c10::IValue>
   bool training = false;
   if (name != "aten::_native_batch_norm_legit_no_training") {
     auto index = op.schema().argumentIndexWithName("training");
-    training = index.has_value() && *index < args.size() && args[*index].isBool() && args[*index].toBool();
+    training = index.has_value() && static_cast<size_t>(*index) < args.size() && args[*index].isBool() && args[*index].toBool();
   }
   if (training || outcome->returns.size() != 3) {
     return;
