@@ -218,6 +218,7 @@ void Executor::Loop() {
       const OpRecord& first = unit->ops.front();
       running_ = ExecutedOp{OpName(first.op), first.source, first.seq, false, unit->key,
                             static_cast<int64_t>(unit->ops.size()), false};
+      running_batch_ = unit->batch;
       poisoned = !first_error_.ok();
     }
     RunUnit(*unit, poisoned);
@@ -288,9 +289,34 @@ void Executor::RunUnit(ExecUnit& unit, bool poisoned) {
     event.end_us = profiler::NowUs();
     profiler::Add(std::move(event));
   }
+  if (options_.track_refs) {
+    absl::MutexLock lock(&mu_);
+    retired_.push_back(std::move(unit));  // released by ReleaseRetired, at a point of the stream
+    running_.reset();
+    return;
+  }
   ReleaseUnit(unit);
   absl::MutexLock lock(&mu_);
   running_.reset();
+}
+
+void Executor::ReleaseRetired(uint64_t batch) {
+  std::deque<ExecUnit> released;
+  {
+    absl::MutexLock lock(&mu_);
+    auto finished = [this, batch]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return FinishedThrough(batch); };
+    if (!finished()) {
+      // (The callers hold no GIL here: Flush runs under ScopedBlockingWait, Sync after Wait.)
+      mu_.Await(absl::Condition(&finished));
+    }
+    while (!retired_.empty() && retired_.front().batch <= batch) {
+      released.push_back(std::move(retired_.front()));
+      retired_.pop_front();
+    }
+  }
+  for (ExecUnit& unit : released) {
+    ReleaseUnit(unit);
+  }
 }
 
 void Executor::RunCompiled(ExecUnit& unit) {

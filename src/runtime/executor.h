@@ -57,6 +57,7 @@ struct ExecUnit {
   bool unlowered = false;
   // Filled by Submit when tracking references: (storage, distinct TensorImpls of this unit).
   std::vector<std::pair<const c10::StorageImpl*, int64_t>> held_refs;
+  uint64_t batch = 0;  // the flush that submitted the unit (grouping modes; see ReleaseRetired)
 };
 
 struct ExecutorOptions {
@@ -89,9 +90,15 @@ class Executor {
   std::vector<ExecutedOp> LastOps(size_t n) const;
   // The op executing right now, if any.
   std::optional<ExecutedOp> CurrentOp() const;
-  // References held by submitted, unfinished units (options.track_refs), for
+  // References held by submitted, unreleased units (options.track_refs), for
   // GroupLowering::Finish. Valid as long as the executor lives.
   const mlir_lowering::EarlierRefs* earlier_refs() const { return &earlier_refs_; }
+  // With options.track_refs, a finished unit keeps its tensors (so its storages' use counts)
+  // until released here: every unit of batch <= `batch` (waiting for them to finish first).
+  // The recording side calls this at deterministic points of the stream (flushes, syncs), so
+  // storage use counts seen by the program, e.g. by autograd when it decides whether to
+  // accumulate a gradient in place, never depend on how far the executor has got.
+  void ReleaseRetired(uint64_t batch);
 
  private:
   void Loop();
@@ -106,6 +113,10 @@ class Executor {
   bool HasWork() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stop_ || !queue_.empty(); }
   bool HasRoom() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool Idle() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return queue_.empty() && !running_.has_value(); }
+  // Every unit of batch <= b has finished (units run in submission order).
+  bool FinishedThrough(uint64_t b) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return !(running_.has_value() && running_batch_ <= b) && (queue_.empty() || queue_.front().batch > b);
+  }
 
   // Unit reference accounting (track_refs). A unit's references are released under refs_mu_
   // together with its count, so a reader sees use counts and counts consistently.
@@ -121,6 +132,8 @@ class Executor {
   std::deque<ExecUnit> queue_ ABSL_GUARDED_BY(mu_);
   int64_t queued_ops_ ABSL_GUARDED_BY(mu_) = 0;
   std::optional<ExecutedOp> running_ ABSL_GUARDED_BY(mu_);
+  uint64_t running_batch_ ABSL_GUARDED_BY(mu_) = 0;
+  std::deque<ExecUnit> retired_ ABSL_GUARDED_BY(mu_);  // finished, not yet released (track_refs)
   std::deque<ExecutedOp> last_ops_ ABSL_GUARDED_BY(mu_);
   absl::Status first_error_ ABSL_GUARDED_BY(mu_);
   std::vector<c10::Warning> warnings_ ABSL_GUARDED_BY(mu_);

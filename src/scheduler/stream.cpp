@@ -77,6 +77,9 @@ absl::Status Stream::Sync(const std::string& reason) {
     Flush();
   }
   absl::Status status = executor_.Wait();
+  if (mode_ != runtime::Mode::kEager) {  // the executor retires units in these modes
+    executor_.ReleaseRetired(UINT64_MAX);  // everything ran: drop the finished units' tensors
+  }
   if (runtime::profiler::Enabled()) {
     runtime::profiler::Event e;
     e.cat = "sync";
@@ -183,6 +186,7 @@ void Stream::Flush() {
     e.end_us = runtime::profiler::NowUs();
     runtime::profiler::Add(std::move(e));
   }
+  const uint64_t batch = ++batches_;
   for (PlannedUnit& p : planned) {
     runtime::ExecUnit unit;
     if (p.lowered.has_value()) {
@@ -191,7 +195,13 @@ void Stream::Flush() {
       unit.ops = std::move(p.ops);
       unit.unlowered = true;
     }
+    unit.batch = batch;
     executor_.Submit(std::move(unit));
+  }
+  // Units finished two flushes ago release their tensors now (waiting for them if the executor
+  // is behind): a point fixed in the stream, so storage use counts do not depend on timing.
+  if (batch > kRetiredBatches) {
+    executor_.ReleaseRetired(batch - kRetiredBatches);
   }
 }
 

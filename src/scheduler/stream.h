@@ -69,6 +69,10 @@ class Stream {
   uint64_t next_seq_ ABSL_GUARDED_BY(mu_) = 1;
   std::vector<runtime::OpRecord> pending_ ABSL_GUARDED_BY(mu_);
   absl::Mutex flush_mu_ ABSL_ACQUIRED_BEFORE(mu_);
+  // Flushes so far (guarded by flush_mu_). Finished units are released kRetiredBatches flushes
+  // after the one that submitted them (Executor::ReleaseRetired).
+  static constexpr uint64_t kRetiredBatches = 2;
+  uint64_t batches_ ABSL_GUARDED_BY(flush_mu_) = 0;
   GroupCompiler compiler_;
   std::unique_ptr<CompilePool> pool_;  // adaptive mode only
   runtime::Executor executor_;
