@@ -6,7 +6,7 @@
 // submitted after a failed op are skipped until that Wait() reports the failure, since their
 // inputs may be garbage. Like CUDA's asynchronous errors, but recoverable.
 //
-// Thread-safe: Submit, Wait, LastOps and CurrentOp may be called from any thread. Submit blocks
+// Thread-safe: Submit, Wait, LastOps, CurrentOp and ReleaseRetired may be called from any thread. Submit blocks
 // while `max_pending` ops are queued (backpressure keeps memory bounded).
 #pragma once
 
