@@ -104,6 +104,35 @@ const std::vector<KnobSpec>& KnobSpecs() {
        "(same as wrapping the program in torch_trn.profile(path))."},
       {"NEURON_DUMP_MLIR", "(unset)", "a directory path",
        "Write each compiled group's MLIR module there as <key>.mlir (for debugging)."},
+      {"NEURON_CACHE_DIR", "~/.cache/torch_trn", "a directory path | off",
+       "Disk cache of compiled groups, shared by every process of the user (compile and adaptive "
+       "modes; $XDG_CACHE_HOME/torch_trn when XDG_CACHE_HOME is set). `off` (or empty) disables "
+       "it (docs/cache.md)."},
+      {"NEURON_CACHE_READONLY", "0", "0 | 1",
+       "Use the disk cache read-only (shared or read-only mounts): never write, delete or touch "
+       "its files."},
+      {"NEURON_CACHE_DISK_BYTES", "2147483648", "integer >= 0",
+       "Size bound of the disk cache in bytes; least recently used entries are evicted."},
+      {"NEURON_CACHE_MEM_ENTRIES", "4096", "integer >= 1",
+       "Most compiled groups kept loaded in memory (least recently used evicted)."},
+      {"NEURON_CACHE_MEM_BYTES", "1073741824", "integer >= 1",
+       "Most bytes of object code kept loaded in memory (least recently used evicted)."},
+      {"NEURON_CACHE_DISTRIBUTED", "auto", "auto | 0",
+       "auto: when torch.distributed is initialised with more than one rank, ranks share "
+       "compiles through the process group's store (one rank compiles a group, the others fetch "
+       "it). 0: every rank compiles for itself."},
+      {"NEURON_CACHE_LEASE_S", "30", "number > 0",
+       "Distributed cache: a rank's claim on a group it compiles expires this many seconds after "
+       "its last heartbeat (heartbeats every third of it), so another rank compiles it if the "
+       "holder died."},
+      {"NEURON_CACHE_POLL_MS", "50", "integer 1..60000",
+       "Distributed cache: how often a rank waiting for another rank's compile checks the store."},
+      {"NEURON_TEST_CACHE_FAULT", "(unset)", "kill_mid_write | kill_after_claim",
+       "For tests only: SIGKILL this process halfway through its first disk-cache write, or right "
+       "after it claims its first distributed lease."},
+      {"NEURON_TEST_CACHE_UID", "(unset)", "integer >= 0",
+       "For tests only: the owner uid the disk cache's trust check expects instead of the "
+       "effective uid (tests run as root can then exercise foreign-owner entries)."},
   };
   return kSpecs;
 }
@@ -178,6 +207,62 @@ absl::StatusOr<Knobs> ParseKnobs(const EnvLookup& lookup) {
   }
   if (auto v = lookup("NEURON_PROFILE")) {
     knobs.profile_path = *v;
+  }
+  if (auto v = lookup("NEURON_CACHE_DIR")) {
+    knobs.cache_dir = absl::AsciiStrToLower(*v) == "off" ? "" : *v;
+  } else if (auto xdg = lookup("XDG_CACHE_HOME"); xdg && !xdg->empty()) {
+    knobs.cache_dir = absl::StrCat(*xdg, "/torch_trn");
+  } else if (auto home = lookup("HOME"); home && !home->empty()) {
+    knobs.cache_dir = absl::StrCat(*home, "/.cache/torch_trn");
+  }
+  if (auto v = lookup("NEURON_CACHE_READONLY")) {
+    auto b = ParseBool(Spec("NEURON_CACHE_READONLY"), *v);
+    if (!b.ok()) {
+      return b.status();
+    }
+    knobs.cache_readonly = *b;
+  }
+  const IntKnob cache_knobs[] = {
+      {"NEURON_CACHE_DISK_BYTES", 0, INT64_MAX, &knobs.cache_disk_bytes},
+      {"NEURON_CACHE_MEM_ENTRIES", 1, INT64_MAX, &knobs.cache_mem_entries},
+      {"NEURON_CACHE_MEM_BYTES", 1, INT64_MAX, &knobs.cache_mem_bytes},
+      {"NEURON_CACHE_POLL_MS", 1, 60000, &knobs.cache_poll_ms},
+      {"NEURON_TEST_CACHE_UID", 0, INT64_MAX, &knobs.test_cache_uid},
+  };
+  for (const IntKnob& k : cache_knobs) {
+    if (auto v = lookup(k.name); v && !v->empty()) {
+      auto n = ParsePositive(Spec(k.name), *v, k.min);
+      if (!n.ok()) {
+        return n.status();
+      }
+      if (*n > k.max) {
+        return BadValue(Spec(k.name), *v);
+      }
+      *k.field = *n;
+    }
+  }
+  if (auto v = lookup("NEURON_CACHE_DISTRIBUTED")) {
+    std::string d = absl::AsciiStrToLower(*v);
+    if (d == "auto" || d == "1" || d.empty()) {
+      knobs.cache_distributed = true;
+    } else if (d == "0" || d == "off") {
+      knobs.cache_distributed = false;
+    } else {
+      return BadValue(Spec("NEURON_CACHE_DISTRIBUTED"), *v);
+    }
+  }
+  if (auto v = lookup("NEURON_CACHE_LEASE_S")) {
+    double s = 0;
+    if (!absl::SimpleAtod(*v, &s) || !(s > 0) || s > 1e6) {
+      return BadValue(Spec("NEURON_CACHE_LEASE_S"), *v);
+    }
+    knobs.cache_lease_s = s;
+  }
+  if (auto v = lookup("NEURON_TEST_CACHE_FAULT")) {
+    if (!v->empty() && *v != "kill_mid_write" && *v != "kill_after_claim") {
+      return BadValue(Spec("NEURON_TEST_CACHE_FAULT"), *v);
+    }
+    knobs.test_cache_fault = *v;
   }
   return knobs;
 }

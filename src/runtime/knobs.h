@@ -47,6 +47,17 @@ struct Knobs {
   int64_t executor_threads = 0;     // OpenMP threads of the executor's kernels (0: cores - 1)
   std::string profile_path;         // NEURON_PROFILE: empty = no whole-process profile
   std::string test_compile_fault;   // tests only: "fail" | "slow" | ""
+  // Compiled-code caches (src/runtime/cache).
+  std::string cache_dir;                     // disk tier root; empty: no disk tier
+  bool cache_readonly = false;               // read the disk tier, never write it
+  int64_t cache_disk_bytes = int64_t{2} << 30;
+  int64_t cache_mem_entries = 4096;
+  int64_t cache_mem_bytes = int64_t{1} << 30;
+  bool cache_distributed = true;             // "auto": share through torch.distributed's store
+  double cache_lease_s = 30;                 // distributed lease lifetime after the last heartbeat
+  int64_t cache_poll_ms = 50;                // how often a waiting rank polls the store
+  std::string test_cache_fault;              // tests only: "kill_mid_write" | "kill_after_claim" | ""
+  int64_t test_cache_uid = -1;               // tests only: owner uid the disk tier expects (-1: geteuid())
 };
 
 // All knobs, in documentation order.

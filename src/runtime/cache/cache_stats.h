@@ -1,0 +1,58 @@
+// Counters of the compiled-code caches (memory, disk, distributed), behind
+// torch_trn.cache_stats(). Kept apart from runtime::Stats (op execution) so the cache tiers
+// only depend on this small struct.
+//
+// Thread-safety: every method may be called from any thread (one mutex; counters are bumped
+// a few times per group build, never per op).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
+
+namespace trn::runtime::cache {
+
+struct CacheCounters {
+  // memory tier
+  int64_t mem_hits = 0, mem_misses = 0, mem_evictions = 0;
+  // disk tier
+  int64_t disk_hits = 0, disk_misses = 0, disk_writes = 0, disk_write_errors = 0;
+  int64_t disk_bytes_read = 0, disk_bytes_written = 0, disk_evictions = 0;
+  std::map<std::string, int64_t> disk_rejected;  // by reason name
+  // distributed tier
+  int64_t remote_fetches = 0, remote_misses = 0, remote_publishes = 0;
+  int64_t lease_claims = 0, lease_waits = 0, lease_takeovers = 0, failures_published = 0;
+  int64_t remote_errors = 0;
+  // builds this process compiled (every tier of every group), and their wall time
+  int64_t compiles = 0;
+  double compile_seconds = 0;
+  std::vector<std::string> miss_explanations;
+};
+
+class CacheStats {
+ public:
+  // Applies `f` to the counters under the lock.
+  template <typename F>
+  void Update(F&& f) {
+    absl::MutexLock lock(&mu_);
+    f(counters_);
+  }
+  CacheCounters Snapshot() const {
+    absl::MutexLock lock(&mu_);
+    return counters_;
+  }
+  void Reset() {
+    absl::MutexLock lock(&mu_);
+    counters_ = CacheCounters();
+  }
+
+ private:
+  mutable absl::Mutex mu_;
+  CacheCounters counters_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace trn::runtime::cache

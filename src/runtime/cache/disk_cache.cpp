@@ -1,0 +1,467 @@
+#include "runtime/cache/disk_cache.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cctype>
+#include <csignal>
+#include <cerrno>
+#include <cstring>
+#include <random>
+
+#include "absl/strings/match.h"
+#include "absl/strings/strip.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "runtime/log.h"
+
+namespace trn::runtime::cache {
+namespace {
+
+std::string ErrnoText() { return std::strerror(errno); }
+
+// Reads the whole file behind `fd`.
+bool ReadAll(int fd, std::string* out) {
+  char buf[1 << 16];
+  while (true) {
+    const ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return false;
+    }
+    if (n == 0) return true;
+    out->append(buf, static_cast<size_t>(n));
+  }
+}
+
+bool WriteAll(int fd, const char* p, size_t n) {
+  while (n > 0) {
+    const ssize_t w = ::write(fd, p, n);
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      return false;
+    }
+    p += w;
+    n -= static_cast<size_t>(w);
+  }
+  return true;
+}
+
+void FsyncDir(const std::string& dir) {
+  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd >= 0) {
+    ::fsync(fd);
+    ::close(fd);
+  }
+}
+
+std::string Dirname(const std::string& path) { return path.substr(0, path.rfind('/')); }
+
+// "<32 hex>.O<d>c<d>"
+bool IsEntryName(absl::string_view name, std::string* key, Levels* levels) {
+  if (name.size() != 32 + 5) return false;
+  for (size_t i = 0; i < 32; ++i) {
+    if (!std::isxdigit(static_cast<unsigned char>(name[i])) || std::isupper(static_cast<unsigned char>(name[i]))) {
+      return false;
+    }
+  }
+  if (name[32] != '.' || name[33] != 'O' || name[35] != 'c' || !std::isdigit(static_cast<unsigned char>(name[34])) ||
+      !std::isdigit(static_cast<unsigned char>(name[36]))) {
+    return false;
+  }
+  if (key != nullptr) *key = std::string(name.substr(0, 32));
+  if (levels != nullptr) *levels = Levels{name[34] - '0', name[36] - '0'};
+  return true;
+}
+
+bool IsTempName(absl::string_view name) {
+  return absl::StartsWith(name, ".") && absl::StrContains(name, ".tmp.") && name.size() > 1 + 37 &&
+         IsEntryName(name.substr(1, 37), nullptr, nullptr);
+}
+
+bool IsHex2(absl::string_view name) {
+  return name.size() == 2 && std::isxdigit(static_cast<unsigned char>(name[0])) &&
+         std::isxdigit(static_cast<unsigned char>(name[1])) && !std::isupper(static_cast<unsigned char>(name[0])) &&
+         !std::isupper(static_cast<unsigned char>(name[1]));
+}
+
+std::vector<std::string> DirNames(const std::string& dir) {
+  std::vector<std::string> names;
+  DIR* d = ::opendir(dir.c_str());
+  if (d == nullptr) return names;
+  while (dirent* e = ::readdir(d)) {
+    const std::string n = e->d_name;
+    if (n != "." && n != "..") names.push_back(n);
+  }
+  ::closedir(d);
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+uid_t ExpectedUid(int64_t expected) { return expected >= 0 ? static_cast<uid_t>(expected) : ::geteuid(); }
+
+Reject CheckPath(const std::string& path, uid_t uid, bool follow) {
+  struct stat st;
+  if ((follow ? ::stat(path.c_str(), &st) : ::lstat(path.c_str(), &st)) != 0) {
+    return Reject::kUnreadable;
+  }
+  return CheckTrusted(FileFacts{st.st_uid, st.st_mode}, uid);
+}
+
+double MtimeSeconds(const struct stat& st) {
+  return static_cast<double>(st.st_mtim.tv_sec) + static_cast<double>(st.st_mtim.tv_nsec) * 1e-9;
+}
+
+struct ScannedFile {
+  std::string path;
+  std::string name;
+  std::string kind;
+  int64_t size = 0;
+  double mtime = 0;
+};
+
+// Every file two shard levels down (plus anything foreign anywhere in the tree).
+std::vector<ScannedFile> Scan(const std::string& root) {
+  std::vector<ScannedFile> files;
+  auto add = [&](const std::string& path, const std::string& name, const std::string& kind) {
+    struct stat st;
+    ScannedFile f{path, name, kind};
+    if (::lstat(path.c_str(), &st) == 0) {
+      f.size = st.st_size;
+      f.mtime = MtimeSeconds(st);
+    }
+    files.push_back(std::move(f));
+  };
+  for (const std::string& a : DirNames(root)) {
+    const std::string pa = absl::StrCat(root, "/", a);
+    if (a == ".id" || a == ".evict.lock") continue;  // ours, not entries
+    if (!IsHex2(a)) {
+      add(pa, a, "foreign");
+      continue;
+    }
+    for (const std::string& b : DirNames(pa)) {
+      const std::string pb = absl::StrCat(pa, "/", b);
+      if (!IsHex2(b)) {
+        add(pb, b, "foreign");
+        continue;
+      }
+      for (const std::string& n : DirNames(pb)) {
+        const std::string pn = absl::StrCat(pb, "/", n);
+        struct stat st;
+        const bool regular = ::lstat(pn.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+        std::string key;
+        if (regular && IsEntryName(n, &key, nullptr) && absl::StartsWith(key, a + b)) {
+          add(pn, n, "entry");
+        } else if (regular && IsTempName(n)) {
+          add(pn, n, "temp");
+        } else {
+          add(pn, n, "foreign");
+        }
+      }
+    }
+  }
+  return files;
+}
+
+}  // namespace
+
+Reject CheckTrusted(const FileFacts& facts, uid_t expected_uid) {
+  if (facts.uid != expected_uid) return Reject::kInsecureOwner;
+  if ((facts.mode & (S_IWGRP | S_IWOTH)) != 0) return Reject::kInsecureMode;
+  return Reject::kNone;
+}
+
+DiskCache::DiskCache(DiskCacheOptions options, Identity identity, CacheStats* stats)
+    : options_(std::move(options)),
+      identity_(std::move(identity)),
+      stats_(stats),
+      uid_(ExpectedUid(options_.expected_uid)) {}
+
+std::string DiskCache::EntryPath(const std::string& key_material, const Levels& levels) const {
+  const std::string h = EntryHash(identity_, key_material);
+  return absl::StrCat(options_.dir, "/", h.substr(0, 2), "/", h.substr(2, 2), "/", h, ".", levels.Suffix());
+}
+
+void DiskCache::WarnOnce(const std::string& what) {
+  {
+    absl::MutexLock lock(&mu_);
+    if (!warned_.insert(what).second) return;
+  }
+  Log(LogLevel::kWarning, what);
+}
+
+Reject DiskCache::CheckDirs(const std::string& entry_path, std::string* which) const {
+  // The root may be a symlink the user made (e.g. onto a bigger disk): follow it. The shard
+  // directories are ours: a symlink there is not trusted.
+  const std::string shard2 = Dirname(entry_path);
+  const std::string shard1 = Dirname(shard2);
+  for (const std::string* d : {&options_.dir, &shard1, &shard2}) {
+    const Reject r = CheckPath(*d, uid_, /*follow=*/d == &options_.dir);
+    if (r != Reject::kNone) {
+      if (which != nullptr) *which = *d;
+      return r;
+    }
+  }
+  return Reject::kNone;
+}
+
+void DiskCache::Rejected(const std::string& path, Reject reason, const std::string& detail, bool ours) {
+  stats_->Update([&](CacheCounters& c) { ++c.disk_rejected[std::string(RejectName(reason))]; });
+  absl::string_view why = detail;
+  absl::ConsumePrefix(&why, absl::StrCat(RejectName(reason), ": "));  // Decode's messages start with it
+  const bool remove = ours && IsContentReject(reason) && !options_.readonly;
+  WarnOnce(absl::StrCat("cache entry ", path, " ignored (", RejectName(reason), "): ", why,
+                        remove ? "; deleted, the group is recompiled" : "; the group is recompiled"));
+  if (remove) {
+    ::unlink(path.c_str());
+  }
+}
+
+std::optional<Artifact> DiskCache::Load(const std::string& key_material, const Levels& levels) {
+  const std::string path = EntryPath(key_material, levels);
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) {
+    stats_->Update([](CacheCounters& c) { ++c.disk_misses; });
+    return std::nullopt;
+  }
+  std::string bytes;
+  struct stat st;
+  const bool read_ok = ::fstat(fd, &st) == 0 && ReadAll(fd, &bytes);
+  ::close(fd);
+  auto miss = [&]() -> std::optional<Artifact> {
+    stats_->Update([](CacheCounters& c) { ++c.disk_misses; });
+    return std::nullopt;
+  };
+  if (!read_ok) {
+    Rejected(path, Reject::kUnreadable, ErrnoText(), false);
+    return miss();
+  }
+  Reject trust = CheckTrusted(FileFacts{st.st_uid, st.st_mode}, uid_);
+  std::string where = "the file";
+  if (trust == Reject::kNone) {
+    trust = CheckDirs(path, &where);
+  }
+  if (trust != Reject::kNone) {
+    Rejected(path, trust,
+             absl::StrFormat("%s must be owned by uid %d and not be group/world-writable", where, uid_), false);
+    return miss();
+  }
+  Reject reject = Reject::kNone;
+  absl::StatusOr<Artifact> artifact = Decode(bytes, &identity_, &key_material, &reject);
+  if (!artifact.ok()) {
+    Rejected(path, reject, std::string(artifact.status().message()), /*ours=*/true);
+    return miss();
+  }
+  if (!options_.readonly) {
+    const struct timespec times[2] = {{0, UTIME_OMIT}, {0, UTIME_NOW}};  // recency: mtime = now
+    ::utimensat(AT_FDCWD, path.c_str(), times, AT_SYMLINK_NOFOLLOW);
+  }
+  const int64_t n = static_cast<int64_t>(bytes.size());
+  stats_->Update([n](CacheCounters& c) {
+    ++c.disk_hits;
+    c.disk_bytes_read += n;
+  });
+  return std::move(*artifact);
+}
+
+void DiskCache::RejectLoaded(const std::string& key_material, const Levels& levels, const std::string& why) {
+  stats_->Update([](CacheCounters& c) {
+    --c.disk_hits;
+    ++c.disk_misses;
+  });
+  Rejected(EntryPath(key_material, levels), Reject::kLoadFailed, why, /*ours=*/true);
+}
+
+absl::Status DiskCache::Store(const Artifact& artifact) {
+  if (options_.readonly) {
+    return absl::OkStatus();
+  }
+  const std::string path = EntryPath(artifact.key_material, artifact.levels);
+  const std::string shard2 = Dirname(path);
+  const std::string shard1 = Dirname(shard2);
+  auto fail = [&](const std::string& what) {
+    stats_->Update([](CacheCounters& c) { ++c.disk_write_errors; });
+    const std::string message = absl::StrCat("cannot write the cache entry ", path, ": ", what);
+    WarnOnce(absl::StrCat("disk cache: ", message, " (groups still compile; they are not cached on disk)"));
+    return absl::UnavailableError(message);
+  };
+  for (const std::string& d : {options_.dir, shard1, shard2}) {
+    if (::mkdir(d.c_str(), 0700) != 0 && errno != EEXIST) {
+      return fail(absl::StrCat("mkdir ", d, ": ", ErrnoText()));
+    }
+  }
+  // Never write into a directory we would not load from (someone else could swap the file).
+  std::string which;
+  if (const Reject r = CheckDirs(path, &which); r != Reject::kNone) {
+    return fail(absl::StrCat(which, " must be owned by uid ", uid_, " and not be group/world-writable (",
+                             RejectName(r), ")"));
+  }
+  const std::string bytes = Encode(artifact, identity_);
+  std::random_device rd;
+  const std::string name = path.substr(shard2.size() + 1);
+  const std::string temp = absl::StrFormat("%s/.%s.tmp.%d.%08x", shard2, name, ::getpid(), rd());
+  const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+  if (fd < 0) {
+    return fail(absl::StrCat("create ", temp, ": ", ErrnoText()));
+  }
+  if (options_.test_fault == "kill_mid_write") {
+    static std::atomic<bool> killed{false};
+    if (!killed.exchange(true)) {
+      WriteAll(fd, bytes.data(), bytes.size() / 2);
+      ::fsync(fd);
+      ::raise(SIGKILL);
+    }
+  }
+  const bool ok = WriteAll(fd, bytes.data(), bytes.size()) && ::fsync(fd) == 0;
+  const std::string write_error = ok ? "" : ErrnoText();
+  ::close(fd);
+  if (!ok || ::rename(temp.c_str(), path.c_str()) != 0) {
+    const std::string why = ok ? absl::StrCat("rename: ", ErrnoText()) : absl::StrCat("write: ", write_error);
+    ::unlink(temp.c_str());
+    return fail(why);
+  }
+  FsyncDir(shard2);
+  const int64_t n = static_cast<int64_t>(bytes.size());
+  stats_->Update([n](CacheCounters& c) {
+    ++c.disk_writes;
+    c.disk_bytes_written += n;
+  });
+  MaybeEvict(n);
+  return absl::OkStatus();
+}
+
+void DiskCache::MaybeEvict(int64_t added_bytes) {
+  {
+    absl::MutexLock lock(&mu_);
+    if (tracked_bytes_ >= 0) {
+      tracked_bytes_ += added_bytes;
+      if (tracked_bytes_ <= options_.max_bytes) return;
+    }
+  }
+  // Over the bound (or never scanned): one process at a time scans and evicts.
+  const std::string lock_path = absl::StrCat(options_.dir, "/.evict.lock");
+  const int lock_fd = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+  if (lock_fd < 0) return;
+  if (::flock(lock_fd, LOCK_EX | LOCK_NB) != 0) {
+    ::close(lock_fd);
+    return;  // another process is evicting
+  }
+  std::vector<ScannedFile> files = Scan(options_.dir);
+  const double now = static_cast<double>(::time(nullptr));
+  int64_t total = 0;
+  std::vector<ScannedFile*> entries;
+  for (ScannedFile& f : files) {
+    if (f.kind == "entry") {
+      total += f.size;
+      entries.push_back(&f);
+    } else if (f.kind == "temp" && now - f.mtime > 3600) {
+      ::unlink(f.path.c_str());  // left by a process killed mid-write an hour ago
+    }
+  }
+  std::sort(entries.begin(), entries.end(), [](const ScannedFile* a, const ScannedFile* b) { return a->mtime < b->mtime; });
+  int64_t evicted = 0;
+  for (ScannedFile* f : entries) {
+    if (total <= options_.max_bytes) break;
+    if (::unlink(f->path.c_str()) == 0) {
+      total -= f->size;
+      ++evicted;
+    }
+  }
+  ::flock(lock_fd, LOCK_UN);
+  ::close(lock_fd);
+  if (evicted > 0) {
+    stats_->Update([evicted](CacheCounters& c) { c.disk_evictions += evicted; });
+  }
+  absl::MutexLock lock(&mu_);
+  tracked_bytes_ = total;
+}
+
+std::string DiskCache::DirToken() {
+  absl::MutexLock lock(&mu_);
+  if (!dir_token_.empty()) return dir_token_;
+  const std::string path = absl::StrCat(options_.dir, "/.id");
+  for (int attempt = 0; attempt < 2 && dir_token_.empty(); ++attempt) {
+    const int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd >= 0) {
+      std::string token;
+      ReadAll(fd, &token);
+      ::close(fd);
+      if (token.size() == 32) dir_token_ = token;
+      break;
+    }
+    if (options_.readonly) break;
+    ::mkdir(options_.dir.c_str(), 0700);
+    std::random_device rd;
+    const std::string token = absl::StrFormat("%08x%08x%08x%08x", rd(), rd(), rd(), rd());
+    const std::string temp = absl::StrCat(path, ".tmp.", ::getpid());
+    const int w = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (w < 0) break;
+    const bool ok = WriteAll(w, token.data(), token.size());
+    ::close(w);
+    // link() fails if another process created .id first: then read theirs on the next pass.
+    if (ok && ::link(temp.c_str(), path.c_str()) == 0) dir_token_ = token;
+    ::unlink(temp.c_str());
+  }
+  return dir_token_;
+}
+
+std::vector<EntryInfo> ListEntries(const std::string& dir, bool verify, int64_t expected_uid) {
+  const uid_t uid = ExpectedUid(expected_uid);
+  std::vector<EntryInfo> out;
+  const Reject root_trust = CheckPath(dir, uid, /*follow=*/true);
+  for (const ScannedFile& f : Scan(dir)) {
+    EntryInfo e;
+    e.path = f.path;
+    e.kind = f.kind;
+    e.size = f.size;
+    e.mtime = f.mtime;
+    if (f.kind == "entry") {
+      IsEntryName(f.name, &e.key, &e.levels);
+      std::string bytes;
+      const int fd = ::open(f.path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+      struct stat st;
+      Reject r = Reject::kUnreadable;
+      if (fd >= 0 && ::fstat(fd, &st) == 0 && ReadAll(fd, &bytes)) {
+        r = CheckTrusted(FileFacts{st.st_uid, st.st_mode}, uid);
+        if (r == Reject::kNone) r = root_trust;
+        if (r == Reject::kNone) r = CheckPath(Dirname(f.path), uid, false);
+        if (r == Reject::kNone) r = CheckPath(Dirname(Dirname(f.path)), uid, false);
+        Header header;
+        Reject content = Reject::kNone;
+        // Header fields are shown even unverified; the hash is only checked when asked.
+        absl::StatusOr<Artifact> a = Decode(bytes, nullptr, nullptr, &content, &header);
+        e.compiler_version = header.identity.compiler_version;
+        e.target = header.identity.target;
+        e.tier = header.tier;
+        if (r == Reject::kNone && verify) r = content;
+      }
+      if (fd >= 0) ::close(fd);
+      e.status = verify ? std::string(r == Reject::kNone ? "ok" : RejectName(r)) : "";
+    }
+    out.push_back(std::move(e));
+  }
+  return out;
+}
+
+int64_t ClearEntries(const std::string& dir) {
+  int64_t removed = 0;
+  for (const ScannedFile& f : Scan(dir)) {
+    if ((f.kind == "entry" || f.kind == "temp") && ::unlink(f.path.c_str()) == 0) ++removed;
+  }
+  for (const std::string& a : DirNames(dir)) {  // empty shard directories
+    if (!IsHex2(a)) continue;
+    const std::string pa = absl::StrCat(dir, "/", a);
+    for (const std::string& b : DirNames(pa)) {
+      if (IsHex2(b)) ::rmdir(absl::StrCat(pa, "/", b).c_str());
+    }
+    ::rmdir(pa.c_str());
+  }
+  return removed;
+}
+
+}  // namespace trn::runtime::cache
