@@ -1,0 +1,102 @@
+// The distributed tier of the compiled-code cache (DESIGN.md §3.9): ranks of one
+// torch.distributed job share builds through the process group's own key-value store (the
+// c10d TCPStore under torchrun). No home-made protocol: only get / set / compare_set.
+//
+// Per build ("<entry hash>.<levels>", the disk tier's name, so it is the same on every rank):
+//   <name>/lease  "<rank>:<pid>:<expiry ms since the epoch>"  who is building it, until when
+//   <name>/bytes  the entry (entry_format.h), verified by the fetching rank like a disk entry
+//   <name>/done   "ok:<disk dir token>" or "failed:<reason>"  (set after bytes)
+// The first rank to compare_set an absent lease builds; the others see the lease and run the
+// group op by op (adaptive) or poll (compile mode) until `done` appears. The holder renews its
+// leases from a heartbeat thread every lease/3; a rank that finds a lease past its expiry takes
+// it over with compare_set(old, mine) and builds (the holder died). A failed build is published
+// too, so peers do not retry it. When `done` carries the fetching rank's own disk-directory
+// token, the ranks share the cache directory and the entry is read from disk instead.
+//
+// Thread-safety: every method may be called from any thread. Store calls may block (they go
+// through Python and the network); none is made while holding this class's mutex.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "runtime/cache/cache_stats.h"
+
+namespace trn::runtime::cache {
+
+// torch.distributed's store as seen from C++ (implemented at the pybind11 edge; keys are
+// already namespaced). Thread-safe.
+class RemoteStore {
+ public:
+  virtual ~RemoteStore() = default;
+  virtual int rank() const = 0;
+  // Non-blocking: nullopt when the key is absent.
+  virtual absl::StatusOr<std::optional<std::string>> Get(const std::string& key) = 0;
+  virtual absl::Status Set(const std::string& key, const std::string& value) = 0;
+  // Atomic: sets `desired` if the value is `expected` ("" = absent); returns the value after.
+  virtual absl::StatusOr<std::string> CompareSet(const std::string& key, const std::string& expected,
+                                                 const std::string& desired) = 0;
+};
+
+// Returns the store when torch.distributed is initialised with more than one rank, else null.
+using RemoteStoreProvider = std::function<std::shared_ptr<RemoteStore>()>;
+// The process-wide provider (set once by the Python extension at import; thread-safe).
+void SetRemoteStoreProvider(RemoteStoreProvider provider);
+
+struct RemoteOptions {
+  double lease_s = 30;
+  int64_t poll_ms = 50;
+  std::string test_fault;  // "kill_after_claim": SIGKILL right after the first claim
+};
+
+class RemoteTier {
+ public:
+  // `provider` null: the process-wide one (SetRemoteStoreProvider), looked up when needed.
+  RemoteTier(RemoteOptions options, RemoteStoreProvider provider, CacheStats* stats);
+  ~RemoteTier();  // Shutdown()
+
+  // The store, asking the provider (at most once a second) while there is none.
+  std::shared_ptr<RemoteStore> store();
+  int rank();
+
+  enum class State { kPublished, kFailed, kClaimed, kHeldElsewhere, kError };
+  struct Probe {
+    State state = State::kError;
+    std::string detail;     // kFailed: the reason; kPublished: the publisher's dir token
+    std::string holder;     // kHeldElsewhere: the lease value
+  };
+  // One non-blocking step for build `name`: published? failed? else claim the lease (or take
+  // over an expired one). kClaimed obliges the caller to Publish or PublishFailure.
+  Probe FetchOrClaim(const std::string& name);
+  // The published entry bytes of `name`.
+  absl::StatusOr<std::string> FetchBytes(const std::string& name);
+  void Publish(const std::string& name, const std::string& bytes, const std::string& dir_token);
+  void PublishFailure(const std::string& name, const std::string& reason);
+  // Stops the heartbeat thread (leases still held expire). Idempotent; before interpreter exit.
+  void Shutdown();
+
+ private:
+  void Heartbeat();
+  std::string LeaseValue(int rank) const;
+  void Release(const std::string& name);
+
+  const RemoteOptions options_;
+  const RemoteStoreProvider provider_;
+  CacheStats* const stats_;
+  absl::Mutex mu_;
+  std::shared_ptr<RemoteStore> store_ ABSL_GUARDED_BY(mu_);
+  double next_ask_s_ ABSL_GUARDED_BY(mu_) = 0;
+  absl::flat_hash_map<std::string, std::string> held_ ABSL_GUARDED_BY(mu_);  // name -> lease value
+  bool stop_ ABSL_GUARDED_BY(mu_) = false;
+  std::thread heartbeat_;  // started with the first claim
+};
+
+}  // namespace trn::runtime::cache
