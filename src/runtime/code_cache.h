@@ -1,5 +1,8 @@
-// In-memory cache of compiled group code, keyed by the group key's full material (so a hash
-// collision can never hand out the wrong code).
+// In-memory cache of compiled group code (the memory tier: src/runtime/cache has the disk and
+// distributed tiers), keyed by the group key's full material (so a hash collision can never
+// hand out the wrong code). Least recently used entries are evicted beyond a bound on entries
+// and on object-code bytes; an evicted slot stays valid for whoever still holds it (queued
+// units keep their code alive), and a later lookup of its key starts over (disk, peers, build).
 //
 // Each key owns a CodeSlot that fills in over time: empty while its first compile is queued or
 // running, then holding the best code so far (a tier-0 build, later replaced by an optimised
@@ -10,6 +13,7 @@
 // Thread-safe: all methods of both classes may be called from any thread.
 #pragma once
 
+#include <list>
 #include <memory>
 #include <string>
 
@@ -17,6 +21,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "runtime/cache/cache_stats.h"
 #include "runtime/compiled_run.h"
 
 namespace trn::runtime {
@@ -35,6 +40,9 @@ class CodeSlot {
   void Fail(absl::Status status);
   // Blocks until the slot has code or a failure; returns it.
   absl::StatusOr<Code> Await() const;
+  // Object-code bytes of the current code (0 while empty); settled: code or failure present.
+  int64_t bytes() const;
+  bool settled() const;
 
  private:
   bool Settled() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return code_ != nullptr || !failure_.ok(); }
@@ -45,19 +53,36 @@ class CodeSlot {
   absl::Status failure_ ABSL_GUARDED_BY(mu_);
 };
 
+struct CodeCacheLimits {
+  int64_t max_entries = 4096;
+  int64_t max_bytes = int64_t{1} << 30;
+};
+
 class CodeCache {
  public:
-  // The slot for `key`. When it did not exist it is created empty and `*created` is set: the
-  // caller must then compile it (or Erase it if it cannot).
+  explicit CodeCache(CodeCacheLimits limits = {}, cache::CacheStats* stats = nullptr);
+
+  // The slot for `key` (a hit: it becomes the most recently used). When it did not exist it
+  // is created empty and `*created` is set (a miss): the caller must then fill it (or Erase it
+  // if it cannot). A miss first evicts least recently used settled slots beyond the limits.
   std::shared_ptr<CodeSlot> Lookup(const std::string& key, bool* created);
   // Forgets `key` (a compile that could not even be queued is retried on the next lookup).
   void Erase(const std::string& key);
   int64_t size() const;
+  int64_t bytes() const;  // object-code bytes of every slot's code
   void Clear();
 
  private:
+  void EvictLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  struct Entry {
+    std::shared_ptr<CodeSlot> slot;
+    std::list<std::string>::iterator lru;  // position in lru_
+  };
+  const CodeCacheLimits limits_;
+  cache::CacheStats* const stats_;
   mutable absl::Mutex mu_;
-  absl::flat_hash_map<std::string, std::shared_ptr<CodeSlot>> slots_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<std::string, Entry> slots_ ABSL_GUARDED_BY(mu_);
+  std::list<std::string> lru_ ABSL_GUARDED_BY(mu_);  // most recently used first
 };
 
 }  // namespace trn::runtime

@@ -37,6 +37,7 @@ struct CompiledCode {
   int num_outputs = 0;
   int opt_level = 0;
   int tier = 0;  // 0: first build; 1: optimised rebuild (adaptive tiering)
+  int64_t bytes = 0;  // size of the object code (memory-cache accounting)
 };
 
 struct OutputBuffer {
