@@ -11,6 +11,7 @@
 
 #include "absl/synchronization/mutex.h"
 #include "mlir_lowering/host_jit.h"
+#include "python/bindings/cache_bindings.h"
 #include "python/bindings/source_capture.h"
 #include "runtime/profiler.h"
 #include "runtime/blocking.h"
@@ -239,4 +240,5 @@ PYBIND11_MODULE(_C, m) {
   }, py::arg("path"), "Stops the active profile and writes its Chrome trace-event JSON to path.");
   m.def("profile_active", [] { return trn::runtime::profiler::Active(); });
   m.def("mlir_selftest", &MlirSelfTest, "JIT-compiles and runs a small MLIR function in this process.");
+  RegisterCacheBindings(m, &StateOrRaise);
 }

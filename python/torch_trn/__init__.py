@@ -51,6 +51,7 @@ def _start_autograd_on_device():
             "it cannot run. Move `import torch_trn` before any training code.") from None
     _C.sync()
     _C.reset_stats()
+    _C.reset_cache_stats()
 
 
 _start_autograd_on_device()
@@ -101,6 +102,25 @@ def wait_for_compiles() -> None:
     Never needed for correctness; benchmarks and tests use it to measure the fully compiled state.
     """
     _C.wait_for_compiles()
+
+
+def cache_stats() -> dict:
+    """Counters of the compiled-code caches of this process (docs/cache.md).
+
+    {"memory": {hits, misses, entries, bytes, evictions},
+     "disk": {enabled, dir, readonly, hits, misses, writes, write_errors, bytes_read,
+              bytes_written, evictions, rejected: {reason: count}},
+     "remote": {enabled, rank, fetches, misses, publishes, lease_claims, lease_waits,
+                lease_takeovers, failures_published, errors},
+     "compiles": builds compiled by this process, "compile_seconds": their wall time,
+     "miss_explanations": why groups recompiled (what changed since the same source lines
+                          were last compiled)}
+    """
+    return _C.cache_stats()
+
+
+def reset_cache_stats() -> None:
+    _C.reset_cache_stats()
 
 
 class profile:
@@ -160,4 +180,4 @@ def _drain_at_exit():
 _atexit.register(_drain_at_exit)
 
 __all__ = ["device", "sync", "mode", "stats", "reset_stats", "last_ops", "current_op", "knobs",
-           "wait_for_compiles", "profile"]
+           "wait_for_compiles", "profile", "cache_stats", "reset_cache_stats"]

@@ -32,6 +32,7 @@
 #include "mlir/Target/LLVMIR/Export.h"
 
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/Config/llvm-config.h"
 #include "llvm/ExecutionEngine/Orc/ExecutionUtils.h"
 #include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
 #include "llvm/ExecutionEngine/Orc/LLJIT.h"
@@ -299,6 +300,8 @@ void RegisterRuntimeSymbolPrefix(std::string prefix, void* address) {
   }
   symbols.prefixes.emplace_back(std::move(prefix), address);
 }
+
+std::string ToolchainVersion() { return "MLIR/LLVM " LLVM_VERSION_STRING; }
 
 std::string HostTargetKey() {
   auto builder = HostMachineBuilder();

@@ -88,6 +88,9 @@ absl::StatusOr<std::unique_ptr<LoadedObject>> LoadObject(const ObjectCode& code)
 // include it: an object compiled for one CPU may use instructions another lacks.
 std::string HostTargetKey();
 
+// "MLIR/LLVM <version>" of the toolchain this library links (part of a cache entry's identity).
+std::string ToolchainVersion();
+
 struct SelfTestResult {
   double compile_ms_o0 = 0;
   double compile_ms_o3 = 0;

@@ -4,7 +4,11 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <chrono>
+#include <optional>
+
 #include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
 #include "runtime/profiler.h"
 
 namespace trn::scheduler {
@@ -42,12 +46,21 @@ void CompilePool::Shutdown() {
     // (only at exit, where it does not matter).
     first_.clear();
     tier_up_.clear();
+    parked_.clear();
     threads.swap(threads_);
   }
   for (std::thread& t : threads) {
     t.join();
   }
 }
+
+namespace {
+double MonotonicS() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+}  // namespace
+
+bool CompilePool::ParkedDue() const { return !parked_.empty() && parked_.front().not_before_s <= MonotonicS(); }
 
 void CompilePool::Worker(int index) {
   // Below the recording and executor threads (Linux: nice is per thread).
@@ -57,32 +70,53 @@ void CompilePool::Worker(int index) {
     Job job;
     {
       absl::MutexLock lock(&mu_);
-      mu_.Await(absl::Condition(this, &CompilePool::HasJob));
+      // Parked jobs become due with time, which no Condition sees: wake up to re-check them.
+      while (!HasJob()) {
+        mu_.AwaitWithTimeout(absl::Condition(this, &CompilePool::HasJob), absl::Milliseconds(options_.poll_ms));
+      }
       if (stop_) {
         return;
       }
-      std::deque<Job>& queue = first_.empty() ? tier_up_ : first_;
+      std::deque<Job>& queue = !first_.empty() ? first_ : ParkedDue() ? parked_ : tier_up_;
       job = std::move(queue.front());
       queue.pop_front();
       ++running_;
     }
-    // Tier 0 of a tiered build: IR -O1 with codegen -O0 (see host_jit.h: ~2.5x faster to build
-    // than -O3; plain -O0 code runs ~2.5x slower than eager, so it would slow the steps down).
-    const bool tiered = options_.tiering && options_.opt_level > 1;
-    const bool fast = tiered && job.tier == 0;
-    absl::StatusOr<runtime::CodeSlot::Code> code =
-        compiler_->Compile(job.request, fast ? 1 : options_.opt_level, job.tier, fast ? 0 : -1);
-    if (code.ok()) {
-      job.slot->Publish(*code, job.tier);
-    } else {
-      job.slot->Fail(code.status());  // a failed tier-up keeps the -O0 code
-    }
+    Run(std::move(job));
     absl::MutexLock lock(&mu_);
     --running_;
-    if (code.ok() && tiered && job.tier == 0 && !stop_) {
-      job.tier = 1;
-      tier_up_.push_back(std::move(job));
+  }
+}
+
+void CompilePool::Run(Job job) {
+  // Tier 0 of a tiered build: IR -O1 with codegen -O0 (see host_jit.h: ~2.5x faster to build
+  // than -O3; plain -O0 code runs ~2.5x slower than eager, so it would slow the steps down).
+  const bool tiered = options_.tiering && options_.opt_level > 1;
+  const runtime::cache::Levels final_levels = compiler_->FinalLevels();
+  if (tiered && job.tier == 0) {
+    // A final build made earlier (this user's disk cache, or a peer rank) beats a fast one.
+    if (std::optional<runtime::CodeSlot::Code> code = compiler_->Find(job.request, final_levels, 1)) {
+      job.slot->Publish(*code, 1);
+      return;
     }
+  }
+  const runtime::cache::Levels levels = tiered && job.tier == 0 ? GroupCompiler::FastLevels() : final_levels;
+  BuildResult built = compiler_->Build(job.request, levels, job.tier, /*wait_for_peers=*/false);
+  if (built.pending) {
+    job.not_before_s = MonotonicS() + static_cast<double>(options_.poll_ms) / 1000;
+    absl::MutexLock lock(&mu_);
+    if (!stop_) parked_.push_back(std::move(job));
+    return;
+  }
+  if (built.code.ok()) {
+    job.slot->Publish(*built.code, job.tier);
+  } else {
+    job.slot->Fail(built.code.status());  // a failed tier-up keeps the fast build's code
+  }
+  absl::MutexLock lock(&mu_);
+  if (built.code.ok() && tiered && job.tier == 0 && !stop_) {
+    job.tier = 1;
+    tier_up_.push_back(std::move(job));
   }
 }
 

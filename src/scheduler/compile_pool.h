@@ -11,6 +11,9 @@
 //    at `opt_level` that replaces it. Rebuilds wait in their own queue and run only when no
 //    first build is waiting: covering new groups matters more than speeding up covered ones.
 //  - Low priority: workers run at nice `nice`, so recording and execution win the CPU.
+//  - Caches first: a job looks for an existing build (disk, a peer rank) before compiling; a
+//    found final-level build skips the fast tier. When another rank holds the build's lease,
+//    the job is parked and retried every `poll_ms` (the group keeps running op by op).
 //
 // Thread-safety: every method may be called from any thread. Threads start on the first Submit.
 #pragma once
@@ -34,6 +37,7 @@ struct CompilePoolOptions {
   bool tiering = true;
   int opt_level = 3;  // the final tier's LLVM level
   int nice = 10;
+  int64_t poll_ms = 50;  // retry period of jobs parked on another rank's lease
 };
 
 class CompilePool {
@@ -57,11 +61,16 @@ class CompilePool {
     CompileRequest request;
     std::shared_ptr<runtime::CodeSlot> slot;
     int tier = 0;
+    double not_before_s = 0;  // parked jobs: monotonic seconds of the next try
   };
   void Worker(int index);
-  bool HasJob() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stop_ || !first_.empty() || !tier_up_.empty(); }
+  void Run(Job job);
+  bool ParkedDue() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  bool HasJob() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return stop_ || !first_.empty() || !tier_up_.empty() || ParkedDue();
+  }
   bool Idle() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    return first_.empty() && tier_up_.empty() && running_ == 0;
+    return first_.empty() && tier_up_.empty() && parked_.empty() && running_ == 0;
   }
 
   const CompilePoolOptions options_;
@@ -69,6 +78,7 @@ class CompilePool {
   mutable absl::Mutex mu_;
   std::deque<Job> first_ ABSL_GUARDED_BY(mu_);
   std::deque<Job> tier_up_ ABSL_GUARDED_BY(mu_);
+  std::deque<Job> parked_ ABSL_GUARDED_BY(mu_);  // waiting for another rank's build
   int running_ ABSL_GUARDED_BY(mu_) = 0;
   bool stop_ ABSL_GUARDED_BY(mu_) = false;
   std::vector<std::thread> threads_ ABSL_GUARDED_BY(mu_);

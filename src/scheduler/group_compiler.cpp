@@ -1,18 +1,28 @@
 #include "scheduler/group_compiler.h"
 
+#include <dlfcn.h>
+#include <xxhash.h>
+
 #include <chrono>
 #include <fstream>
 #include <mutex>
+#include <sstream>
 #include <thread>
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_format.h"
 #include "mlir_lowering/host_jit.h"
 #include "runtime/log.h"
 #include "runtime/profiler.h"
+#include "trn_version.h"
 
 namespace trn::scheduler {
 namespace {
+
+using runtime::cache::Artifact;
+using runtime::cache::Levels;
 
 void RegisterExternsOnce() {
   static std::once_flag once;
@@ -24,12 +34,33 @@ void RegisterExternsOnce() {
   });
 }
 
+// XXH3-64 of the shared library holding this code: any rebuild of torch-trn (even of an
+// uncommitted change) gets a new compiler version, so stale entries are never loaded.
+std::string LibraryHash() {
+  Dl_info info;
+  if (::dladdr(reinterpret_cast<void*>(&LibraryHash), &info) == 0 || info.dli_fname == nullptr) {
+    return "unknown";
+  }
+  std::ifstream in(info.dli_fname, std::ios::binary);
+  std::stringstream bytes;
+  bytes << in.rdbuf();
+  const std::string s = bytes.str();
+  return s.empty() ? "unknown" : absl::StrFormat("%016x", XXH3_64bits(s.data(), s.size()));
+}
+
 }  // namespace
+
+std::string CompilerVersion() {
+  static const std::string version = absl::StrCat("torch-trn ", TRN_GIT_REVISION, " build ", LibraryHash(), "; ",
+                                                  mlir_lowering::ToolchainVersion());
+  return version;
+}
 
 CompileRequest CompileRequest::Of(const GroupKey& key, const mlir_lowering::LoweredGroup& lowered,
                                   const std::vector<runtime::OpRecord>& ops) {
   CompileRequest r;
   r.key_hex = key.Hex();
+  r.key_material = key.material;
   r.mlir = lowered.mlir;
   r.func = lowered.func;
   r.num_inputs = static_cast<int>(lowered.inputs.size()) + (lowered.params.defined() ? 1 : 0);
@@ -44,26 +75,178 @@ CompileRequest CompileRequest::Of(const GroupKey& key, const mlir_lowering::Lowe
   return r;
 }
 
-GroupCompiler::GroupCompiler(CompilerOptions options, runtime::Stats* stats)
-    : options_(std::move(options)), stats_(stats) {
+GroupCompiler::GroupCompiler(CompilerOptions options, runtime::Stats* stats, runtime::cache::CacheStats* cache_stats)
+    : options_(std::move(options)),
+      stats_(stats),
+      cache_stats_(cache_stats),
+      identity_{CompilerVersion(), mlir_lowering::HostTargetKey()},
+      cache_(options_.memory, cache_stats) {
   RegisterExternsOnce();
+  if (!options_.disk.dir.empty()) {
+    disk_ = std::make_unique<runtime::cache::DiskCache>(options_.disk, identity_, cache_stats_);
+  }
+  if (options_.distributed) {
+    remote_ = std::make_unique<runtime::cache::RemoteTier>(options_.remote, nullptr, cache_stats_);
+  }
+}
+
+GroupCompiler::~GroupCompiler() { Shutdown(); }
+
+void GroupCompiler::Shutdown() {
+  if (remote_ != nullptr) remote_->Shutdown();
+}
+
+std::string GroupCompiler::RemoteName(const CompileRequest& request, const Levels& levels) const {
+  return absl::StrCat(runtime::cache::EntryHash(identity_, request.key_material), ".", levels.Suffix());
+}
+
+absl::StatusOr<runtime::CodeSlot::Code> GroupCompiler::Link(const Artifact& artifact, int tier) {
+  if (artifact.num_inputs < 0 || artifact.num_outputs < 0 ||
+      1 + artifact.num_inputs + artifact.num_outputs > runtime::kMaxCompiledArgs) {
+    return absl::DataLossError("entry point arity out of range");
+  }
+  mlir_lowering::ObjectCode object{artifact.object, artifact.entry_symbol, artifact.levels.opt};
+  absl::StatusOr<std::unique_ptr<mlir_lowering::LoadedObject>> loaded = mlir_lowering::LoadObject(object);
+  if (!loaded.ok()) {
+    return loaded.status();
+  }
+  auto code = std::make_shared<runtime::CompiledCode>();
+  code->entry = (*loaded)->entry();
+  code->keep_alive = std::shared_ptr<const mlir_lowering::LoadedObject>(std::move(*loaded));
+  code->num_inputs = artifact.num_inputs;
+  code->num_outputs = artifact.num_outputs;
+  code->opt_level = artifact.levels.opt;
+  code->tier = tier;
+  code->bytes = static_cast<int64_t>(artifact.object.size());
+  return runtime::CodeSlot::Code(std::move(code));
+}
+
+std::optional<runtime::CodeSlot::Code> GroupCompiler::FromDisk(const CompileRequest& request, const Levels& levels,
+                                                               int tier) {
+  if (disk_ == nullptr) return std::nullopt;
+  std::optional<Artifact> artifact = disk_->Load(request.key_material, levels);
+  if (!artifact.has_value()) return std::nullopt;
+  if (artifact->num_inputs != request.num_inputs || artifact->num_outputs != request.num_outputs) {
+    disk_->RejectLoaded(request.key_material, levels, "entry point arity differs from the group's");
+    return std::nullopt;
+  }
+  absl::StatusOr<runtime::CodeSlot::Code> code = Link(*artifact, tier);
+  if (!code.ok()) {
+    disk_->RejectLoaded(request.key_material, levels, std::string(code.status().message()));
+    return std::nullopt;
+  }
+  return *code;
+}
+
+std::optional<runtime::CodeSlot::Code> GroupCompiler::FromPeer(const CompileRequest& request, const std::string& name,
+                                                               const std::string& dir_token, const Levels& levels,
+                                                               int tier) {
+  // A peer sharing our cache directory wrote the entry there: read it from disk.
+  if (disk_ != nullptr && !dir_token.empty() && dir_token == disk_->DirToken()) {
+    if (std::optional<runtime::CodeSlot::Code> code = FromDisk(request, levels, tier)) {
+      cache_stats_->Update([](runtime::cache::CacheCounters& c) { ++c.remote_fetches; });
+      return code;
+    }
+  }
+  absl::StatusOr<std::string> bytes = remote_->FetchBytes(name);
+  runtime::cache::Reject reject = runtime::cache::Reject::kNone;
+  absl::StatusOr<Artifact> artifact =
+      bytes.ok() ? runtime::cache::Decode(*bytes, &identity_, &request.key_material, &reject) : bytes.status();
+  absl::StatusOr<runtime::CodeSlot::Code> code =
+      artifact.ok() ? Link(*artifact, tier) : absl::StatusOr<runtime::CodeSlot::Code>(artifact.status());
+  if (!code.ok()) {
+    cache_stats_->Update([](runtime::cache::CacheCounters& c) { ++c.remote_errors; });
+    runtime::Log(runtime::LogLevel::kWarning,
+                 absl::StrCat("distributed compile cache: the build of ", name,
+                              " published by another rank is not usable (", code.status().message(),
+                              "); compiling it here"));
+    return std::nullopt;
+  }
+  cache_stats_->Update([](runtime::cache::CacheCounters& c) { ++c.remote_fetches; });
+  if (disk_ != nullptr) disk_->Store(*artifact).IgnoreError();  // so a restart finds it (errors counted)
+  return *code;
+}
+
+std::optional<runtime::CodeSlot::Code> GroupCompiler::Find(const CompileRequest& request, const Levels& levels,
+                                                           int tier) {
+  if (std::optional<runtime::CodeSlot::Code> code = FromDisk(request, levels, tier)) return code;
+  if (remote_ == nullptr || remote_->store() == nullptr) return std::nullopt;
+  // Peek only: a published build is fetched; nothing is claimed.
+  std::shared_ptr<runtime::cache::RemoteStore> store = remote_->store();
+  const std::string name = RemoteName(request, levels);
+  absl::StatusOr<std::optional<std::string>> done = store->Get(name + "/done");
+  if (!done.ok() || !done->has_value() || !absl::StartsWith(**done, "ok:")) return std::nullopt;
+  return FromPeer(request, name, (*done)->substr(3), levels, tier);
+}
+
+BuildResult GroupCompiler::Build(const CompileRequest& request, const Levels& levels, int tier, bool wait_for_peers) {
+  BuildResult result;
+  if (std::optional<runtime::CodeSlot::Code> code = FromDisk(request, levels, tier)) {
+    result.code = *code;
+    result.source = "disk";
+    return result;
+  }
+  bool claimed = false;
+  const std::string name = RemoteName(request, levels);
+  if (remote_ != nullptr && remote_->store() != nullptr) {
+    while (true) {
+      runtime::cache::RemoteTier::Probe probe = remote_->FetchOrClaim(name);
+      using State = runtime::cache::RemoteTier::State;
+      if (probe.state == State::kPublished) {
+        if (std::optional<runtime::CodeSlot::Code> code = FromPeer(request, name, probe.detail, levels, tier)) {
+          result.code = *code;
+          result.source = "peer";
+          return result;
+        }
+        break;  // unusable: build it here, unclaimed
+      }
+      if (probe.state == State::kFailed) {
+        result.code = absl::InternalError(absl::StrCat("failed to compile on another rank: ", probe.detail));
+        return result;
+      }
+      if (probe.state == State::kClaimed) {
+        claimed = true;
+        break;
+      }
+      if (probe.state == State::kError) {
+        break;  // the store is not answering: build it here
+      }
+      if (!wait_for_peers) {
+        result.pending = true;
+        return result;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(options_.remote.poll_ms));
+    }
+  }
+  absl::StatusOr<Built> built = Compile(request, levels, tier);
+  if (!built.ok()) {
+    if (claimed) remote_->PublishFailure(name, std::string(built.status().message().substr(0, 200)));
+    result.code = built.status();
+    return result;
+  }
+  if (disk_ != nullptr) disk_->Store(built->artifact).IgnoreError();  // errors are counted and warned about
+  if (claimed) remote_->Publish(name, built->artifact_bytes, disk_ != nullptr ? disk_->DirToken() : "");
+  result.code = built->code;
+  result.source = "compiled";
+  return result;
 }
 
 absl::StatusOr<runtime::CodeSlot::Code> GroupCompiler::GetOrCompile(const GroupKey& key,
-                                                                     const CompileRequest& request) {
+                                                                     const CompileRequest& request, bool* missed) {
   bool created = false;
   std::shared_ptr<runtime::CodeSlot> slot = cache_.Lookup(key.material, &created);
+  if (missed != nullptr) *missed = created;
   if (!created) {
     stats_->CountCompileCacheHit();
     return slot->Await();
   }
-  absl::StatusOr<runtime::CodeSlot::Code> code = Compile(request, options_.opt_level, 0);
-  if (code.ok()) {
-    slot->Publish(*code, 0);
+  BuildResult built = Build(request, FinalLevels(), 0, /*wait_for_peers=*/true);
+  if (built.code.ok()) {
+    slot->Publish(*built.code, 0);
   } else {
-    slot->Fail(code.status());
+    slot->Fail(built.code.status());
   }
-  return code;
+  return built.code;
 }
 
 std::vector<std::string> GroupCompiler::CompiledKeys() const {
@@ -76,9 +259,10 @@ std::vector<double> GroupCompiler::CompileMillis() const {
   return compile_ms_;
 }
 
-absl::StatusOr<runtime::CodeSlot::Code> GroupCompiler::Compile(const CompileRequest& request, int opt_level,
-                                                                int tier, int codegen_level) {
-  const int cg = codegen_level < 0 ? opt_level : codegen_level;
+absl::StatusOr<GroupCompiler::Built> GroupCompiler::Compile(const CompileRequest& request, const Levels& levels,
+                                                            int tier) {
+  const int opt_level = levels.opt;
+  const int cg = levels.codegen;
   if (tier == 0) {
     absl::MutexLock lock(&mu_);
     compiled_keys_.push_back(request.key_hex);
@@ -88,7 +272,7 @@ absl::StatusOr<runtime::CodeSlot::Code> GroupCompiler::Compile(const CompileRequ
   }
   const double profile_begin = runtime::profiler::NowUs();
   const auto start = std::chrono::steady_clock::now();
-  absl::StatusOr<runtime::CodeSlot::Code> result = [&]() -> absl::StatusOr<runtime::CodeSlot::Code> {
+  absl::StatusOr<Built> result = [&]() -> absl::StatusOr<Built> {
     if (options_.test_fault == "fail") {
       return absl::InternalError("injected compile failure (NEURON_TEST_COMPILE_FAULT=fail)");
     }
@@ -103,20 +287,26 @@ absl::StatusOr<runtime::CodeSlot::Code> GroupCompiler::Compile(const CompileRequ
     if (!object.ok()) {
       return object.status();
     }
-    absl::StatusOr<std::unique_ptr<mlir_lowering::LoadedObject>> loaded = mlir_lowering::LoadObject(*object);
-    if (!loaded.ok()) {
-      return loaded.status();
+    Artifact artifact;
+    artifact.key_material = request.key_material;
+    artifact.object = std::move(object->bytes);
+    artifact.entry_symbol = object->entry_symbol;
+    artifact.levels = levels;
+    artifact.tier = tier;
+    artifact.num_inputs = request.num_inputs;
+    artifact.num_outputs = request.num_outputs;
+    absl::StatusOr<runtime::CodeSlot::Code> code = Link(artifact, tier);
+    if (!code.ok()) {
+      return code.status();
     }
-    auto code = std::make_shared<runtime::CompiledCode>();
-    code->entry = (*loaded)->entry();
-    code->keep_alive = std::shared_ptr<const mlir_lowering::LoadedObject>(std::move(*loaded));
-    code->num_inputs = request.num_inputs;
-    code->num_outputs = request.num_outputs;
-    code->opt_level = opt_level;
-    code->tier = tier;
-    return runtime::CodeSlot::Code(std::move(code));
+    std::string bytes = remote_ != nullptr ? runtime::cache::Encode(artifact, identity_) : "";
+    return Built{*code, std::move(artifact), std::move(bytes)};
   }();
   const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  cache_stats_->Update([ms](runtime::cache::CacheCounters& c) {
+    ++c.compiles;
+    c.compile_seconds += ms / 1000;
+  });
   if (result.ok()) {
     stats_->CountCompile(ms, tier);
     absl::MutexLock lock(&mu_);

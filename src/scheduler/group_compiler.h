@@ -1,13 +1,16 @@
-// GroupCompiler: a lowered group -> loaded, callable host code (runtime::CompiledCode).
-// Compiles the group's MLIR with mlir_lowering::CompileToObject at a given LLVM level, loads the
-// object, and wires the runtime's extern entry points into the loader (once per process).
-// It owns the in-memory code cache; compile mode compiles through GetOrCompile (blocking),
-// adaptive mode through the CompilePool (compile_pool.h), which calls Compile.
+// GroupCompiler: a lowered group -> loaded, callable host code (runtime::CompiledCode), through
+// the cache tiers: memory (runtime/code_cache.h) -> disk (runtime/cache/disk_cache.h) -> peers
+// (runtime/cache/remote_tier.h) -> build. A build compiles the group's MLIR with
+// mlir_lowering::CompileToObject at given LLVM levels, loads the object, publishes the artifact
+// to disk and to peers. Compile mode goes through GetOrCompile (blocking; waits for a peer's
+// build); adaptive mode through the CompilePool (compile_pool.h), which calls Find and Build
+// and never waits for a peer (Build says "pending" instead).
 //
 // Thread-safety: every method may be called from any thread.
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -16,6 +19,10 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "mlir_lowering/group_lowering.h"
+#include "runtime/cache/cache_stats.h"
+#include "runtime/cache/disk_cache.h"
+#include "runtime/cache/entry_format.h"
+#include "runtime/cache/remote_tier.h"
 #include "runtime/code_cache.h"
 #include "runtime/compiled_run.h"
 #include "runtime/stats.h"
@@ -27,12 +34,17 @@ struct CompilerOptions {
   int opt_level = 3;
   std::string dump_mlir_dir;  // empty: no dump
   std::string test_fault;     // NEURON_TEST_COMPILE_FAULT: "fail" | "slow" | ""
+  runtime::CodeCacheLimits memory;
+  runtime::cache::DiskCacheOptions disk;  // dir empty: no disk tier
+  bool distributed = false;               // use the distributed tier when a store is available
+  runtime::cache::RemoteOptions remote;
 };
 
 // Everything a compile needs, detached from the group's tensors (a queued compile must not keep
 // device memory alive).
 struct CompileRequest {
   std::string key_hex;
+  std::string key_material;
   std::string mlir;
   std::string func;
   int num_inputs = 0;   // runtime-scalar buffer included
@@ -44,32 +56,78 @@ struct CompileRequest {
                            const std::vector<runtime::OpRecord>& ops);
 };
 
+// The outcome of one Build.
+struct BuildResult {
+  absl::StatusOr<runtime::CodeSlot::Code> code = absl::UnknownError("not built");
+  bool pending = false;  // another rank holds the lease: nothing happened, ask again later
+  std::string source;    // "disk" | "peer" | "compiled"
+};
+
 class GroupCompiler {
  public:
-  GroupCompiler(CompilerOptions options, runtime::Stats* stats);
+  GroupCompiler(CompilerOptions options, runtime::Stats* stats, runtime::cache::CacheStats* cache_stats);
+  ~GroupCompiler();
 
-  // Compiles `request` at LLVM `opt_level` (IR optimisation) and `codegen_level` (-1: the
-  // same). `tier` (0 first build, 1 optimised rebuild) goes into stats and the profile.
-  // Failures are counted, and logged once per reason.
-  absl::StatusOr<runtime::CodeSlot::Code> Compile(const CompileRequest& request, int opt_level, int tier,
-                                                  int codegen_level = -1);
-  // compile mode: the code for `key`, compiled here at the configured level on a miss.
-  absl::StatusOr<runtime::CodeSlot::Code> GetOrCompile(const GroupKey& key, const CompileRequest& request);
+  // The levels of a final build (NEURON_OPT_LEVEL) and of adaptive's fast first build.
+  runtime::cache::Levels FinalLevels() const { return {options_.opt_level, options_.opt_level}; }
+  static runtime::cache::Levels FastLevels() { return {1, 0}; }
+
+  // An existing build of `request` at `levels` (on disk, or published by a peer), or nullopt.
+  // Never compiles, never claims.
+  std::optional<runtime::CodeSlot::Code> Find(const CompileRequest& request, const runtime::cache::Levels& levels,
+                                              int tier);
+  // Disk, then peers (claiming the build), then compile and publish. `wait_for_peers`: poll
+  // while another rank builds it (compile mode); otherwise return pending (adaptive).
+  BuildResult Build(const CompileRequest& request, const runtime::cache::Levels& levels, int tier,
+                    bool wait_for_peers);
+  // compile mode: the code for `key`: memory, else Build at the final levels (blocking).
+  // `*missed` (optional) tells whether the key missed the memory cache.
+  absl::StatusOr<runtime::CodeSlot::Code> GetOrCompile(const GroupKey& key, const CompileRequest& request,
+                                                       bool* missed = nullptr);
+
   runtime::CodeCache& cache() { return cache_; }
+  runtime::cache::DiskCache* disk() { return disk_.get(); }
+  runtime::cache::RemoteTier* remote() { return remote_.get(); }
+  const runtime::cache::Identity& identity() const { return identity_; }
   int opt_level() const { return options_.opt_level; }
-  // Hex keys of every group compiled so far (first builds only), in compile order.
+  // Stops the distributed tier's heartbeat (at exit, with the compile pool).
+  void Shutdown();
+  // Hex keys of every group compiled here so far (first builds only), in compile order.
   std::vector<std::string> CompiledKeys() const;
   // Wall milliseconds of each successful compile (lower to object + load), in compile order.
   std::vector<double> CompileMillis() const;
 
  private:
+  struct Built {
+    runtime::CodeSlot::Code code;
+    runtime::cache::Artifact artifact;  // for the disk tier
+    std::string artifact_bytes;         // encoded entry, for peers (empty without the distributed tier)
+  };
+  // Compiles and loads; counts, logs failures once per reason, profiles.
+  absl::StatusOr<Built> Compile(const CompileRequest& request, const runtime::cache::Levels& levels, int tier);
+  absl::StatusOr<runtime::CodeSlot::Code> Link(const runtime::cache::Artifact& artifact, int tier);
+  std::optional<runtime::CodeSlot::Code> FromDisk(const CompileRequest& request, const runtime::cache::Levels& levels,
+                                                  int tier);
+  std::optional<runtime::CodeSlot::Code> FromPeer(const CompileRequest& request, const std::string& name,
+                                                  const std::string& dir_token, const runtime::cache::Levels& levels,
+                                                  int tier);
+  std::string RemoteName(const CompileRequest& request, const runtime::cache::Levels& levels) const;
+
   const CompilerOptions options_;
   runtime::Stats* const stats_;
+  runtime::cache::CacheStats* const cache_stats_;
+  const runtime::cache::Identity identity_;
   runtime::CodeCache cache_;
+  std::unique_ptr<runtime::cache::DiskCache> disk_;
+  std::unique_ptr<runtime::cache::RemoteTier> remote_;
   mutable absl::Mutex mu_;
   std::vector<std::string> compiled_keys_ ABSL_GUARDED_BY(mu_);
   std::vector<double> compile_ms_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_set<std::string> logged_failures_ ABSL_GUARDED_BY(mu_);  // each reason logged once
 };
+
+// "torch-trn <git revision> build <hash of this library>; MLIR/LLVM <version>": entries built
+// by any other build of torch-trn are never loaded.
+std::string CompilerVersion();
 
 }  // namespace trn::scheduler

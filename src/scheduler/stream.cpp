@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "runtime/blocking.h"
+#include "runtime/log.h"
 #include "runtime/op_runner.h"
 #include "runtime/profiler.h"
 #include "scheduler/grouper.h"
@@ -12,6 +13,21 @@ namespace trn::scheduler {
 namespace {
 
 bool Adaptive(const runtime::Knobs& knobs) { return knobs.mode == runtime::Mode::kAdaptive; }
+
+CompilerOptions CompilerOptionsOf(const runtime::Knobs& knobs) {
+  CompilerOptions o;
+  o.opt_level = knobs.opt_level;
+  o.dump_mlir_dir = knobs.dump_mlir_dir;
+  o.test_fault = knobs.test_compile_fault;
+  o.memory = runtime::CodeCacheLimits{knobs.cache_mem_entries, knobs.cache_mem_bytes};
+  if (knobs.mode != runtime::Mode::kEager) {  // eager compiles nothing: leave the caches alone
+    o.disk = runtime::cache::DiskCacheOptions{knobs.cache_dir, knobs.cache_readonly, knobs.cache_disk_bytes,
+                                              knobs.test_cache_uid, knobs.test_cache_fault};
+    o.distributed = knobs.cache_distributed;
+  }
+  o.remote = runtime::cache::RemoteOptions{knobs.cache_lease_s, knobs.cache_poll_ms, knobs.test_cache_fault};
+  return o;
+}
 
 }  // namespace
 
@@ -22,11 +38,11 @@ Stream::Stream(const runtime::Knobs& knobs, runtime::Stats* stats)
       max_group_ops_(Adaptive(knobs) ? knobs.adaptive_group_ops : knobs.max_group_ops),
       stats_(stats),
       dump_dir_(knobs.dump_mlir_dir),
-      compiler_(CompilerOptions{knobs.opt_level, knobs.dump_mlir_dir, knobs.test_compile_fault}, stats),
+      compiler_(CompilerOptionsOf(knobs), stats, &cache_stats_),
       pool_(Adaptive(knobs) ? std::make_unique<CompilePool>(
                                   CompilePoolOptions{static_cast<int>(knobs.compile_workers), knobs.compile_queue,
                                                      knobs.tiering, knobs.opt_level,
-                                                     static_cast<int>(knobs.compile_nice)},
+                                                     static_cast<int>(knobs.compile_nice), knobs.cache_poll_ms},
                                   &compiler_)
                             : nullptr),
       executor_(runtime::ExecutorOptions{knobs.max_pending_ops, knobs.last_ops_capacity,
@@ -100,10 +116,20 @@ void Stream::WaitForCompiles() {
 }
 
 void Stream::ShutdownCompiles() {
+  runtime::ScopedBlockingWait no_gil;
   if (pool_ != nullptr) {
-    runtime::ScopedBlockingWait no_gil;
     pool_->Shutdown();
   }
+  compiler_.Shutdown();  // the distributed tier's heartbeat
+}
+
+void Stream::ExplainMiss(const std::string& key_hex, const std::vector<runtime::OpRecord>& ops) {
+  std::optional<std::string> why = explainer_.OnMiss(key_hex, ops);
+  if (!why.has_value()) return;
+  runtime::Log(runtime::LogLevel::kInfo, *why);
+  cache_stats_.Update([&](runtime::cache::CacheCounters& c) {
+    if (c.miss_explanations.size() < 100) c.miss_explanations.push_back(*why);
+  });
 }
 
 runtime::ExecUnit Stream::MakeGroupUnit(PlannedUnit& p) {
@@ -124,8 +150,10 @@ runtime::ExecUnit Stream::MakeGroupUnit(PlannedUnit& p) {
   unit.key = key.Hex();
   runtime::CodeSlot::Code code;
   if (pool_ == nullptr) {  // compile mode: compile now (blocking)
+    bool missed = false;
     absl::StatusOr<runtime::CodeSlot::Code> compiled =
-        compiler_.GetOrCompile(key, CompileRequest::Of(key, lowered, p.ops));
+        compiler_.GetOrCompile(key, CompileRequest::Of(key, lowered, p.ops), &missed);
+    if (missed) ExplainMiss(unit.key, p.ops);
     if (!compiled.ok()) {
       unit.ops = std::move(p.ops);
       return unit;  // runs op by op
@@ -135,6 +163,7 @@ runtime::ExecUnit Stream::MakeGroupUnit(PlannedUnit& p) {
     bool created = false;
     std::shared_ptr<runtime::CodeSlot> slot = compiler_.cache().Lookup(key.material, &created);
     if (created) {
+      ExplainMiss(unit.key, p.ops);
       if (!pool_->Submit(CompileRequest::Of(key, lowered, p.ops), slot)) {
         compiler_.cache().Erase(key.material);  // queue full: queued again when next seen
         stats_->CountCompileQueueFull();

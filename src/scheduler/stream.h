@@ -32,6 +32,7 @@
 #include "scheduler/compile_pool.h"
 #include "scheduler/group_compiler.h"
 #include "scheduler/grouper.h"
+#include "scheduler/miss_explainer.h"
 
 namespace trn::scheduler {
 
@@ -48,6 +49,7 @@ class Stream {
   runtime::Mode mode() const { return mode_; }
   runtime::Executor& executor() { return executor_; }
   GroupCompiler& compiler() { return compiler_; }
+  runtime::cache::CacheStats& cache_stats() { return cache_stats_; }
   // adaptive mode: blocks until no background compile is queued or running (no-op otherwise).
   void WaitForCompiles();
   // Stops the background compilers (queued compiles are dropped). At exit.
@@ -58,6 +60,7 @@ class Stream {
   // Cuts the pending segment into units, attaches (or starts) their code, submits them.
   void Flush();
   runtime::ExecUnit MakeGroupUnit(PlannedUnit& planned);
+  void ExplainMiss(const std::string& key_hex, const std::vector<runtime::OpRecord>& ops);
 
   const runtime::Mode mode_;
   const bool launch_blocking_;
@@ -73,6 +76,8 @@ class Stream {
   // after the one that submitted them (Executor::ReleaseRetired).
   static constexpr uint64_t kRetiredBatches = 2;
   uint64_t batches_ ABSL_GUARDED_BY(flush_mu_) = 0;
+  runtime::cache::CacheStats cache_stats_;
+  MissExplainer explainer_;
   GroupCompiler compiler_;
   std::unique_ptr<CompilePool> pool_;  // adaptive mode only
   runtime::Executor executor_;
