@@ -1,0 +1,346 @@
+// The compiled-code cache tiers: entry format (every corruption is detected), the trust rule,
+// the disk tier (atomic publish, rejection, deletion, eviction, read-only), the memory LRU, the
+// distributed lease protocol over a fake store, and miss explanations.
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <thread>
+
+#include "absl/synchronization/mutex.h"
+#include "runtime/cache/disk_cache.h"
+#include "runtime/cache/entry_format.h"
+#include "runtime/cache/remote_tier.h"
+#include "runtime/code_cache.h"
+#include "scheduler/miss_explainer.h"
+
+#include <catch2/catch.hpp>
+
+namespace cache = trn::runtime::cache;
+using cache::Artifact;
+using cache::Identity;
+using cache::Reject;
+
+namespace {
+
+const Identity kId{"torch-trn test build; MLIR/LLVM 16", "x86_64;znver3;+avx2"};
+
+Artifact MakeArtifact(const std::string& key, int size = 1000) {
+  Artifact a;
+  a.key_material = key;
+  a.object = std::string(static_cast<size_t>(size), '\0');
+  for (int i = 0; i < size; ++i) a.object[static_cast<size_t>(i)] = static_cast<char>(i * 7 + 3);
+  a.entry_symbol = "_mlir_ciface_group";
+  a.levels = {3, 3};
+  a.num_inputs = 2;
+  a.num_outputs = 1;
+  return a;
+}
+
+std::string TempDir() {
+  char tmpl[] = "/tmp/trn_cache_test_XXXXXX";
+  REQUIRE(::mkdtemp(tmpl) != nullptr);
+  return tmpl;
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+void WriteFile(const std::string& path, const std::string& bytes) {
+  std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
+}
+
+bool Exists(const std::string& path) {
+  struct stat st;
+  return ::stat(path.c_str(), &st) == 0;
+}
+
+}  // namespace
+
+TEST_CASE("an entry round-trips and every flipped byte or truncation is rejected", "[cache][format]") {
+  const Artifact a = MakeArtifact("key-material");
+  const std::string bytes = cache::Encode(a, kId);
+  Reject r;
+  absl::StatusOr<Artifact> back = cache::Decode(bytes, &kId, &a.key_material, &r);
+  REQUIRE(back.ok());
+  CHECK(r == Reject::kNone);
+  CHECK(back->object == a.object);
+  CHECK(back->entry_symbol == a.entry_symbol);
+  CHECK(back->num_inputs == 2);
+  CHECK(back->num_outputs == 1);
+  CHECK(back->levels == a.levels);
+  for (size_t i = 0; i < bytes.size(); ++i) {
+    std::string bad = bytes;
+    bad[i] = static_cast<char>(bad[i] ^ 0x01);
+    INFO("flipped byte " << i);
+    CHECK_FALSE(cache::Decode(bad, &kId, &a.key_material, &r).ok());
+    CHECK(r != Reject::kNone);
+  }
+  for (size_t n = 0; n < bytes.size(); n += 7) {
+    INFO("truncated to " << n);
+    CHECK_FALSE(cache::Decode(bytes.substr(0, n), &kId, &a.key_material, &r).ok());
+    CHECK((r == Reject::kTruncated || r == Reject::kBadMagic));
+  }
+}
+
+TEST_CASE("format version, identity and key mismatches have their own reasons", "[cache][format]") {
+  const Artifact a = MakeArtifact("k");
+  std::string bytes = cache::Encode(a, kId);
+  Reject r;
+  std::string v2 = bytes;
+  v2[8] = 99;
+  CHECK_FALSE(cache::Decode(v2, &kId, nullptr, &r).ok());
+  CHECK(r == Reject::kFormatVersion);
+  Identity other = kId;
+  other.compiler_version = "torch-trn other build";
+  CHECK_FALSE(cache::Decode(bytes, &other, nullptr, &r).ok());
+  CHECK(r == Reject::kCompilerVersion);
+  other = kId;
+  other.target = "aarch64";
+  CHECK_FALSE(cache::Decode(bytes, &other, nullptr, &r).ok());
+  CHECK(r == Reject::kTarget);
+  const std::string other_key = "another key";
+  CHECK_FALSE(cache::Decode(bytes, &kId, &other_key, &r).ok());
+  CHECK(r == Reject::kKeyMismatch);
+  CHECK(cache::Decode("not an entry at all, but long enough to hold a header.........", &kId, nullptr, &r).status().message().find("bad_magic") != std::string::npos);
+  CHECK(cache::EntryHash(kId, "k") != cache::EntryHash(other, "k"));
+  CHECK(cache::EntryHash(kId, "k").size() == 32);
+}
+
+TEST_CASE("the trust rule: owner must match, no group/world write", "[cache][trust]") {
+  CHECK(cache::CheckTrusted({1000, S_IFDIR | 0700}, 1000) == Reject::kNone);
+  CHECK(cache::CheckTrusted({1000, S_IFREG | 0644}, 1000) == Reject::kNone);
+  CHECK(cache::CheckTrusted({0, S_IFREG | 0600}, 1000) == Reject::kInsecureOwner);
+  CHECK(cache::CheckTrusted({1000, S_IFDIR | 0770}, 1000) == Reject::kInsecureMode);
+  CHECK(cache::CheckTrusted({1000, S_IFDIR | 0702}, 1000) == Reject::kInsecureMode);
+  CHECK(cache::CheckTrusted({1000, S_IFDIR | 01777}, 1000) == Reject::kInsecureMode);
+}
+
+TEST_CASE("disk tier: store, load, reject, delete, read-only", "[cache][disk]") {
+  const std::string dir = TempDir() + "/cache";
+  cache::CacheStats stats;
+  cache::DiskCache disk({dir, false, int64_t{1} << 30, -1, ""}, kId, &stats);
+  const Artifact a = MakeArtifact("group-a");
+  CHECK_FALSE(disk.Load(a.key_material, a.levels).has_value());
+  REQUIRE(disk.Store(a).ok());
+  const std::string path = disk.EntryPath(a.key_material, a.levels);
+  REQUIRE(Exists(path));
+  struct stat st;
+  REQUIRE(::stat(dir.c_str(), &st) == 0);
+  CHECK((st.st_mode & 0777) == 0700);
+  std::optional<Artifact> hit = disk.Load(a.key_material, a.levels);
+  REQUIRE(hit.has_value());
+  CHECK(hit->object == a.object);
+  CHECK_FALSE(disk.Load(a.key_material, cache::Levels{1, 0}).has_value());  // other levels: other entry
+
+  SECTION("a flipped byte is rejected, counted and the file deleted") {
+    std::string bytes = ReadFile(path);
+    bytes[bytes.size() - 10] ^= 0x40;
+    WriteFile(path, bytes);
+    CHECK_FALSE(disk.Load(a.key_material, a.levels).has_value());
+    CHECK(stats.Snapshot().disk_rejected["hash_mismatch"] == 1);
+    CHECK_FALSE(Exists(path));
+  }
+  SECTION("a group-writable entry is ignored but not deleted") {
+    REQUIRE(::chmod(path.c_str(), 0664) == 0);
+    CHECK_FALSE(disk.Load(a.key_material, a.levels).has_value());
+    CHECK(stats.Snapshot().disk_rejected["insecure_mode"] == 1);
+    CHECK(Exists(path));
+  }
+  SECTION("a world-writable shard directory makes its entries untrusted") {
+    const std::string shard = path.substr(0, path.rfind('/'));
+    REQUIRE(::chmod(shard.c_str(), 0777) == 0);
+    CHECK_FALSE(disk.Load(a.key_material, a.levels).has_value());
+    CHECK(stats.Snapshot().disk_rejected["insecure_mode"] == 1);
+    CHECK_FALSE(disk.Store(MakeArtifact("group-a")).ok());  // never written there either
+  }
+  SECTION("entries owned by another uid are ignored") {
+    cache::DiskCache foreign({dir, false, int64_t{1} << 30, static_cast<int64_t>(::geteuid()) + 1, ""}, kId, &stats);
+    CHECK_FALSE(foreign.Load(a.key_material, a.levels).has_value());
+    CHECK(stats.Snapshot().disk_rejected["insecure_owner"] == 1);
+    CHECK(Exists(path));
+  }
+  SECTION("read-only mode loads and never writes") {
+    cache::DiskCache ro({dir, true, int64_t{1} << 30, -1, ""}, kId, &stats);
+    CHECK(ro.Load(a.key_material, a.levels).has_value());
+    const Artifact b = MakeArtifact("group-b");
+    CHECK(ro.Store(b).ok());
+    CHECK_FALSE(Exists(ro.EntryPath(b.key_material, b.levels)));
+  }
+  SECTION("the listing classifies entries, temps and foreign files") {
+    const std::string shard = path.substr(0, path.rfind('/'));
+    const std::string name = path.substr(path.rfind('/') + 1);
+    WriteFile(shard + "/." + name + ".tmp.123.abcd", "partial");
+    WriteFile(shard + "/notes.txt", "junk");
+    WriteFile(dir + "/README", "junk");
+    std::map<std::string, int> kinds;
+    for (const cache::EntryInfo& e : cache::ListEntries(dir, true)) {
+      ++kinds[e.kind];
+      if (e.kind == "entry") {
+        CHECK(e.status == "ok");
+        CHECK(e.compiler_version == kId.compiler_version);
+      }
+    }
+    CHECK(kinds["entry"] == 1);
+    CHECK(kinds["temp"] == 1);
+    CHECK(kinds["foreign"] == 2);
+    CHECK(cache::ClearEntries(dir) == 2);  // the entry and the temp; foreign files stay
+    CHECK(Exists(dir + "/README"));
+  }
+}
+
+TEST_CASE("disk tier evicts the least recently used entries beyond its bound", "[cache][disk]") {
+  const std::string dir = TempDir() + "/cache";
+  cache::CacheStats stats;
+  const int64_t entry = static_cast<int64_t>(cache::Encode(MakeArtifact("group-0"), kId).size());
+  cache::DiskCache disk({dir, false, 3 * entry, -1, ""}, kId, &stats);
+  for (int i = 0; i < 3; ++i) {
+    REQUIRE(disk.Store(MakeArtifact("group-" + std::to_string(i))).ok());
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));  // distinct mtimes
+  }
+  REQUIRE(disk.Load("group-0", {3, 3}).has_value());  // group-0 becomes the most recent
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  REQUIRE(disk.Store(MakeArtifact("group-3")).ok());  // over the bound: group-1 goes
+  CHECK(stats.Snapshot().disk_evictions == 1);
+  CHECK(Exists(disk.EntryPath("group-0", {3, 3})));
+  CHECK_FALSE(Exists(disk.EntryPath("group-1", {3, 3})));
+  CHECK(Exists(disk.EntryPath("group-2", {3, 3})));
+  CHECK(Exists(disk.EntryPath("group-3", {3, 3})));
+}
+
+TEST_CASE("memory tier: LRU by entries and bytes, never evicting a slot being built", "[cache][memory]") {
+  cache::CacheStats stats;
+  trn::runtime::CodeCache mem({2, int64_t{1} << 30}, &stats);
+  auto publish = [](const std::shared_ptr<trn::runtime::CodeSlot>& slot, int64_t bytes) {
+    auto code = std::make_shared<trn::runtime::CompiledCode>();
+    code->bytes = bytes;
+    slot->Publish(code, 0);
+  };
+  bool created = false;
+  auto a = mem.Lookup("a", &created);
+  CHECK(created);
+  publish(a, 10);
+  publish(mem.Lookup("b", &created), 10);
+  mem.Lookup("a", &created);  // a is now more recent than b
+  CHECK_FALSE(created);
+  mem.Lookup("c", &created);  // evicts b
+  CHECK(created);
+  CHECK(stats.Snapshot().mem_evictions == 1);
+  mem.Lookup("a", &created);
+  CHECK_FALSE(created);
+  mem.Lookup("b", &created);
+  CHECK(created);  // b was evicted; c is unsettled, so a goes now
+  mem.Lookup("c", &created);
+  CHECK_FALSE(created);
+  CHECK(mem.size() == 2);
+
+  trn::runtime::CodeCache small({100, 15}, &stats);
+  publish(small.Lookup("x", &created), 10);
+  publish(small.Lookup("y", &created), 10);  // 20 bytes > 15: x goes at the next miss
+  small.Lookup("z", &created);
+  small.Lookup("x", &created);
+  CHECK(created);
+}
+
+namespace {
+
+// An in-memory store with the c10d semantics the tier relies on.
+class FakeStore : public cache::RemoteStore {
+ public:
+  explicit FakeStore(int rank, std::shared_ptr<std::map<std::string, std::string>> kv,
+                     std::shared_ptr<absl::Mutex> mu)
+      : rank_(rank), kv_(std::move(kv)), mu_(std::move(mu)) {}
+  int rank() const override { return rank_; }
+  absl::StatusOr<std::optional<std::string>> Get(const std::string& key) override {
+    absl::MutexLock lock(mu_.get());
+    auto it = kv_->find(key);
+    if (it == kv_->end()) return std::optional<std::string>();
+    return std::optional<std::string>(it->second);
+  }
+  absl::Status Set(const std::string& key, const std::string& value) override {
+    absl::MutexLock lock(mu_.get());
+    (*kv_)[key] = value;
+    return absl::OkStatus();
+  }
+  absl::StatusOr<std::string> CompareSet(const std::string& key, const std::string& expected,
+                                         const std::string& desired) override {
+    absl::MutexLock lock(mu_.get());
+    auto it = kv_->find(key);
+    const std::string current = it == kv_->end() ? "" : it->second;
+    if (current == expected) {
+      (*kv_)[key] = desired;
+      return desired;
+    }
+    return current;
+  }
+
+ private:
+  int rank_;
+  std::shared_ptr<std::map<std::string, std::string>> kv_;
+  std::shared_ptr<absl::Mutex> mu_;
+};
+
+}  // namespace
+
+TEST_CASE("distributed tier: one claim, the others wait, then fetch; expired leases are taken over",
+          "[cache][remote]") {
+  auto kv = std::make_shared<std::map<std::string, std::string>>();
+  auto mu = std::make_shared<absl::Mutex>();
+  cache::CacheStats s0, s1;
+  auto store0 = std::make_shared<FakeStore>(0, kv, mu);
+  auto store1 = std::make_shared<FakeStore>(1, kv, mu);
+  cache::RemoteTier r0({0.3, 10, ""}, [store0] { return store0; }, &s0);
+  cache::RemoteTier r1({0.3, 10, ""}, [store1] { return store1; }, &s1);
+  using State = cache::RemoteTier::State;
+
+  CHECK(r0.FetchOrClaim("g").state == State::kClaimed);
+  CHECK(r1.FetchOrClaim("g").state == State::kHeldElsewhere);
+  // The holder's heartbeat keeps the lease alive well past its 0.3 s lifetime.
+  std::this_thread::sleep_for(std::chrono::milliseconds(700));
+  CHECK(r1.FetchOrClaim("g").state == State::kHeldElsewhere);
+  r0.Publish("g", "entry-bytes", "dir-token");
+  cache::RemoteTier::Probe p = r1.FetchOrClaim("g");
+  CHECK(p.state == State::kPublished);
+  CHECK(p.detail == "dir-token");
+  CHECK(*r1.FetchBytes("g") == "entry-bytes");
+
+  // A holder that stops renewing (it died): its lease expires and another rank takes over.
+  CHECK(r0.FetchOrClaim("h").state == State::kClaimed);
+  r0.Shutdown();  // no more heartbeats
+  std::this_thread::sleep_for(std::chrono::milliseconds(400));
+  CHECK(r1.FetchOrClaim("h").state == State::kClaimed);
+  CHECK(s1.Snapshot().lease_takeovers == 1);
+  r1.PublishFailure("h", "does not compile");
+  p = r0.FetchOrClaim("h");
+  CHECK(p.state == State::kFailed);
+  CHECK(p.detail == "does not compile");
+  CHECK(s0.Snapshot().lease_claims == 2);
+  CHECK(s1.Snapshot().lease_waits == 2);
+}
+
+TEST_CASE("miss explanations name the first changed op property", "[cache][explain]") {
+  using trn::scheduler::MissExplainer;
+  MissExplainer::OpDesc before{"aten::add.Tensor", trn::runtime::kNoSource,
+                               {{"input 1 (other) sizes", "[8, 128]"}, {"input 1 (other) dtype", "Float"}}};
+  MissExplainer::OpDesc after = before;
+  after.props[0].second = "[8, 129]";
+  std::vector<std::string> d = MissExplainer::Diff({before}, {after});
+  REQUIRE(d.size() == 1);
+  CHECK(d[0].find("aten::add.Tensor") != std::string::npos);
+  CHECK(d[0].find("input 1 (other) sizes [8, 128] -> [8, 129]") != std::string::npos);
+  CHECK(MissExplainer::Diff({before}, {before}).empty());
+  MissExplainer::OpDesc other = before;
+  other.name = "aten::mul.Tensor";
+  d = MissExplainer::Diff({before, before}, {other, after});
+  REQUIRE(d.size() == 1);  // a different op: the property noise after it is not reported
+  CHECK(d[0].find("is aten::mul.Tensor, was aten::add.Tensor") != std::string::npos);
+}
