@@ -20,10 +20,6 @@ int64_t NowMs() {
       .count();
 }
 
-double MonotonicS() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
 // The expiry of a lease value "<rank>:<pid>:<expiry ms>", or -1 if unparsable (treated as
 // expired: nobody can renew a value that is not ours).
 int64_t LeaseExpiry(const std::string& value) {
@@ -56,9 +52,11 @@ RemoteTier::~RemoteTier() { Shutdown(); }
 
 std::shared_ptr<RemoteStore> RemoteTier::store() {
   {
+    // Asked again every time while there is none (once per build, never per op): the program
+    // may initialise torch.distributed at any point, and a build that missed it would be
+    // compiled by every rank.
     absl::MutexLock lock(&mu_);
-    if (store_ != nullptr || stop_ || MonotonicS() < next_ask_s_) return store_;
-    next_ask_s_ = MonotonicS() + 1.0;
+    if (store_ != nullptr || stop_) return store_;
   }
   const RemoteStoreProvider provider = provider_ ? provider_ : GlobalProvider();
   std::shared_ptr<RemoteStore> s = provider ? provider() : nullptr;  // may take the GIL: not under mu_

@@ -63,7 +63,7 @@ class RemoteTier {
   RemoteTier(RemoteOptions options, RemoteStoreProvider provider, CacheStats* stats);
   ~RemoteTier();  // Shutdown()
 
-  // The store, asking the provider (at most once a second) while there is none.
+  // The store, asking the provider while there is none.
   std::shared_ptr<RemoteStore> store();
   int rank();
 
@@ -93,7 +93,6 @@ class RemoteTier {
   CacheStats* const stats_;
   absl::Mutex mu_;
   std::shared_ptr<RemoteStore> store_ ABSL_GUARDED_BY(mu_);
-  double next_ask_s_ ABSL_GUARDED_BY(mu_) = 0;
   absl::flat_hash_map<std::string, std::string> held_ ABSL_GUARDED_BY(mu_);  // name -> lease value
   bool stop_ ABSL_GUARDED_BY(mu_) = false;
   std::thread heartbeat_;  // started with the first claim
