@@ -42,7 +42,7 @@ def main():
     for name in args.models.split(","):
         levels = [int(v) for v in args.levels.split(",")]
         for level in levels:
-            env = dict(os.environ, NEURON_MODE="compile", NEURON_OPT_LEVEL=str(level),
+            env = dict(os.environ, NEURON_MODE="compile", NEURON_OPT_LEVEL=str(level), NEURON_CACHE_DIR="off",
                        PYTHONPATH=os.path.join(REPO, "python"))
             proc = subprocess.run([sys.executable, "-c", WORKER, name, os.path.join(REPO, "tests", "python"),
                                    str(args.steps)], env=env, capture_output=True, text=True, timeout=1800)

@@ -66,6 +66,7 @@ print(json.dumps(out))
 def run_mode(mode, n, reps):
     env = dict(os.environ)
     env["PYTHONPATH"] = os.path.join(REPO, "python")
+    env["NEURON_CACHE_DIR"] = "off"  # measure compiled code, never a previous run's cache
     device = "cpu" if mode == "cpu" else "neuron"
     if mode != "cpu":
         env["NEURON_MODE"] = mode

@@ -100,6 +100,7 @@ MODES = {
 
 def run(model, mode, steps, tmp):
     env = {k: v for k, v in os.environ.items() if not k.startswith("NEURON_")}
+    env["NEURON_CACHE_DIR"] = "off"  # time to first step with nothing compiled yet (bench/cache.py: warm)
     env.update(MODES[mode])
     env["PYTHONPATH"] = os.path.join(REPO, "python")
     profile = os.path.join(tmp, f"{model}_{mode}.json")
