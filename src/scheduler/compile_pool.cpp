@@ -103,6 +103,10 @@ void CompilePool::Run(Job job) {
   const runtime::cache::Levels levels = tiered && job.tier == 0 ? GroupCompiler::FastLevels() : final_levels;
   BuildResult built = compiler_->Build(job.request, levels, job.tier, /*wait_for_peers=*/false);
   if (built.pending) {
+    if (!job.parked) {
+      job.parked = true;
+      compiler_->CountLeaseWait();
+    }
     job.not_before_s = MonotonicS() + static_cast<double>(options_.poll_ms) / 1000;
     absl::MutexLock lock(&mu_);
     if (!stop_) parked_.push_back(std::move(job));

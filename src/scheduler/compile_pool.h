@@ -62,6 +62,7 @@ class CompilePool {
     std::shared_ptr<runtime::CodeSlot> slot;
     int tier = 0;
     double not_before_s = 0;  // parked jobs: monotonic seconds of the next try
+    bool parked = false;      // parked at least once (its wait was counted)
   };
   void Worker(int index);
   void Run(Job job);

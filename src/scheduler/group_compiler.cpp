@@ -187,6 +187,7 @@ BuildResult GroupCompiler::Build(const CompileRequest& request, const Levels& le
     return result;
   }
   bool claimed = false;
+  bool waited = false;
   const std::string name = RemoteName(request, levels);
   if (remote_ != nullptr && remote_->store() != nullptr) {
     while (true) {
@@ -211,12 +212,17 @@ BuildResult GroupCompiler::Build(const CompileRequest& request, const Levels& le
       if (probe.state == State::kError) {
         break;  // the store is not answering: build it here
       }
+      result.pending = true;  // held by another rank
       if (!wait_for_peers) {
-        result.pending = true;
-        return result;
+        return result;  // the caller counts the wait (once per build) and asks again later
+      }
+      if (!waited) {
+        waited = true;
+        cache_stats_->Update([](runtime::cache::CacheCounters& c) { ++c.lease_waits; });
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(options_.remote.poll_ms));
     }
+    result.pending = false;
   }
   absl::StatusOr<Built> built = Compile(request, levels, tier);
   if (!built.ok()) {

@@ -80,6 +80,10 @@ class GroupCompiler {
   // while another rank builds it (compile mode); otherwise return pending (adaptive).
   BuildResult Build(const CompileRequest& request, const runtime::cache::Levels& levels, int tier,
                     bool wait_for_peers);
+  // Counts one build waited for on another rank (adaptive: the pool, when it parks a job).
+  void CountLeaseWait() {
+    cache_stats_->Update([](runtime::cache::CacheCounters& c) { ++c.lease_waits; });
+  }
   // compile mode: the code for `key`: memory, else Build at the final levels (blocking).
   // `*missed` (optional) tells whether the key missed the memory cache.
   absl::StatusOr<runtime::CodeSlot::Code> GetOrCompile(const GroupKey& key, const CompileRequest& request,

@@ -25,6 +25,7 @@ struct CacheCounters {
   std::map<std::string, int64_t> disk_rejected;  // by reason name
   // distributed tier
   int64_t remote_fetches = 0, remote_misses = 0, remote_publishes = 0;
+  // lease_waits: builds this rank found claimed by another rank and waited for (once per build)
   int64_t lease_claims = 0, lease_waits = 0, lease_takeovers = 0, failures_published = 0;
   int64_t remote_errors = 0;
   // builds this process compiled (every tier of every group), and their wall time

@@ -215,6 +215,10 @@ void DiskCache::Rejected(const std::string& path, Reject reason, const std::stri
   absl::string_view why = detail;
   absl::ConsumePrefix(&why, absl::StrCat(RejectName(reason), ": "));  // Decode's messages start with it
   const bool remove = ours && IsContentReject(reason) && !options_.readonly;
+  if (reason == Reject::kInsecureOwner || reason == Reject::kInsecureMode) {
+    absl::MutexLock lock(&mu_);
+    untrusted_.insert(path);
+  }
   WarnOnce(absl::StrCat("cache entry ", path, " ignored (", RejectName(reason), "): ", why,
                         remove ? "; deleted, the group is recompiled" : "; the group is recompiled"));
   if (remove) {
@@ -282,6 +286,10 @@ absl::Status DiskCache::Store(const Artifact& artifact) {
     return absl::OkStatus();
   }
   const std::string path = EntryPath(artifact.key_material, artifact.levels);
+  {
+    absl::MutexLock lock(&mu_);
+    if (untrusted_.contains(path)) return absl::OkStatus();
+  }
   const std::string shard2 = Dirname(path);
   const std::string shard1 = Dirname(shard2);
   auto fail = [&](const std::string& what) {

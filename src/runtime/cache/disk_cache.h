@@ -66,7 +66,8 @@ class DiskCache {
   // counted, warned about once, deleted if it is ours and its content is wrong).
   std::optional<Artifact> Load(const std::string& key_material, const Levels& levels);
   // Publishes `artifact` atomically, then evicts if over the size bound. Errors are counted
-  // and warned about once; the caller goes on without the disk tier for this build.
+  // and warned about once; the caller goes on without the disk tier for this build. An entry
+  // that Load rejected as untrusted is never replaced (OK, nothing written).
   absl::Status Store(const Artifact& artifact);
   // An entry that verified but whose object did not link: count it and delete it if ours.
   void RejectLoaded(const std::string& key_material, const Levels& levels, const std::string& why);
@@ -89,6 +90,9 @@ class DiskCache {
   const uid_t uid_;
   absl::Mutex mu_;
   absl::flat_hash_set<std::string> warned_ ABSL_GUARDED_BY(mu_);
+  // Entries ignored as untrusted: not ours to replace, so Store leaves them alone (silently: the
+  // rejection already warned).
+  absl::flat_hash_set<std::string> untrusted_ ABSL_GUARDED_BY(mu_);
   int64_t tracked_bytes_ ABSL_GUARDED_BY(mu_) = -1;  // entry bytes on disk as last seen (-1: not scanned)
   std::string dir_token_ ABSL_GUARDED_BY(mu_);
 };

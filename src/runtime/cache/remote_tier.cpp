@@ -116,7 +116,6 @@ RemoteTier::Probe RemoteTier::FetchOrClaim(const std::string& name) {
   if (!claimed) {
     p.state = State::kHeldElsewhere;
     p.holder = *now;
-    stats_->Update([](CacheCounters& c) { ++c.lease_waits; });
     return p;
   }
   stats_->Update([takeover](CacheCounters& c) {
