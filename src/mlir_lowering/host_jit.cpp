@@ -1,6 +1,8 @@
 // Host JIT: parse -> buildHostPipeline -> LLVM IR -> object bytes; object bytes -> ORC LLJIT.
 #include "mlir_lowering/host_jit.h"
 
+#include <atomic>
+
 #include "mlir_lowering/host_pipeline.h"
 
 #include "absl/strings/str_cat.h"
@@ -250,42 +252,86 @@ absl::StatusOr<ObjectCode> CompileToObject(std::string_view mlir_text, std::stri
   return ObjectCode{std::move(*bytes), absl::StrCat("_mlir_ciface_", name), opt_level};
 }
 
-struct LoadedObject::Jit {
+// One process-wide LLJIT; every loaded object gets its own JITDylib (linked against the main
+// one, which resolves process and runtime symbols), so objects defining the same symbol names
+// coexist and each can be unloaded on its own. Creating an LLJIT per object cost ~1 ms (host
+// detection, session, linking layer), which dominated loading a cached group.
+struct SharedJit {
   std::unique_ptr<llvm::orc::LLJIT> lljit;
+  std::atomic<uint64_t> next_id{0};
+};
+
+absl::StatusOr<SharedJit*> GetSharedJit() {
+  // Never destroyed: loaded objects may outlive any static's destruction order at exit.
+  static absl::StatusOr<SharedJit*>* shared = [] {
+    InitializeLlvmOnce();
+    auto lljit = llvm::orc::LLJITBuilder().create();
+    if (!lljit) {
+      return new absl::StatusOr<SharedJit*>(
+          absl::InternalError(absl::StrCat("creating an LLJIT: ", ToString(lljit.takeError()))));
+    }
+    auto process_symbols = llvm::orc::DynamicLibrarySearchGenerator::GetForCurrentProcess(
+        (*lljit)->getDataLayout().getGlobalPrefix());
+    if (!process_symbols) {
+      return new absl::StatusOr<SharedJit*>(absl::InternalError(
+          absl::StrCat("resolving process symbols: ", ToString(process_symbols.takeError()))));
+    }
+    (*lljit)->getMainJITDylib().addGenerator(std::move(*process_symbols));
+    (*lljit)->getMainJITDylib().addGenerator(std::make_unique<RuntimeSymbolGenerator>());
+    auto* jit = new SharedJit;
+    jit->lljit = std::move(*lljit);
+    return new absl::StatusOr<SharedJit*>(jit);
+  }();
+  return *shared;
+}
+
+struct LoadedObject::Jit {
+  SharedJit* shared = nullptr;
+  llvm::orc::JITDylib* dylib = nullptr;
 };
 
 LoadedObject::LoadedObject(std::unique_ptr<Jit> jit, void* entry)
     : jit_(std::move(jit)), entry_(entry) {}
 
-LoadedObject::~LoadedObject() = default;
+LoadedObject::~LoadedObject() {
+  if (jit_ != nullptr && jit_->dylib != nullptr) {
+    // Frees the object's code and data. An error here would mean a bug in ORC's bookkeeping;
+    // the code then simply stays mapped.
+    llvm::consumeError(jit_->shared->lljit->getExecutionSession().removeJITDylib(*jit_->dylib));
+  }
+}
 
 absl::StatusOr<std::unique_ptr<LoadedObject>> LoadObject(const ObjectCode& code) {
-  InitializeLlvmOnce();
-  auto lljit = llvm::orc::LLJITBuilder().create();
-  if (!lljit) {
-    return absl::InternalError(absl::StrCat("creating an LLJIT: ", ToString(lljit.takeError())));
+  absl::StatusOr<SharedJit*> shared = GetSharedJit();
+  if (!shared.ok()) {
+    return shared.status();
   }
-  auto process_symbols = llvm::orc::DynamicLibrarySearchGenerator::GetForCurrentProcess(
-      (*lljit)->getDataLayout().getGlobalPrefix());
-  if (!process_symbols) {
-    return absl::InternalError(absl::StrCat("resolving process symbols: ",
-                                            ToString(process_symbols.takeError())));
+  llvm::orc::LLJIT& lljit = *(*shared)->lljit;
+  auto dylib = lljit.createJITDylib(absl::StrCat("trn_object_", (*shared)->next_id.fetch_add(1)));
+  if (!dylib) {
+    return absl::InternalError(absl::StrCat("creating a JITDylib: ", ToString(dylib.takeError())));
   }
-  (*lljit)->getMainJITDylib().addGenerator(std::move(*process_symbols));
-  (*lljit)->getMainJITDylib().addGenerator(std::make_unique<RuntimeSymbolGenerator>());
+  auto jit = std::make_unique<LoadedObject::Jit>();
+  jit->shared = *shared;
+  jit->dylib = &*dylib;
+  // From here on, jit's owner (the LoadedObject, or this guard on failure) removes the dylib.
+  auto remove_on_error = [&] {
+    llvm::consumeError(lljit.getExecutionSession().removeJITDylib(*jit->dylib));
+  };
+  dylib->addToLinkOrder(lljit.getMainJITDylib());
   auto buffer = llvm::MemoryBuffer::getMemBufferCopy(
       llvm::StringRef(code.bytes.data(), code.bytes.size()), code.entry_symbol);
-  if (llvm::Error error = (*lljit)->addObjectFile(std::move(buffer))) {
+  if (llvm::Error error = lljit.addObjectFile(*dylib, std::move(buffer))) {
+    remove_on_error();
     return absl::InternalError(
         absl::StrCat("linking the object for ", code.entry_symbol, ": ", ToString(std::move(error))));
   }
-  auto entry = (*lljit)->lookup(code.entry_symbol);
+  auto entry = lljit.lookup(*dylib, code.entry_symbol);
   if (!entry) {
+    remove_on_error();
     return absl::InternalError(absl::StrCat("resolving ", code.entry_symbol, ": ",
                                             ToString(entry.takeError())));
   }
-  auto jit = std::make_unique<LoadedObject::Jit>();
-  jit->lljit = std::move(*lljit);
   return std::unique_ptr<LoadedObject>(new LoadedObject(std::move(jit), entry->toPtr<void*>()));
 }
 

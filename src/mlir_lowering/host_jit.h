@@ -8,8 +8,9 @@
 //  - CompileToObject may be called from any thread, concurrently: each call creates and owns its
 //    MLIRContext (multithreading disabled), llvm::LLVMContext and TargetMachine, and shares no
 //    mutable state with other calls. LLVM's target registry is initialised once (std::call_once).
-//  - LoadObject may be called from any thread, concurrently; each LoadedObject owns its own ORC
-//    LLJIT instance.
+//  - LoadObject may be called from any thread, concurrently; every object is linked into its own
+//    JITDylib of one process-wide ORC LLJIT (ORC's session is thread-safe), and destroying the
+//    LoadedObject removes that JITDylib.
 //  - A LoadedObject is immutable after LoadObject returns: entry() may be called and the entry
 //    point invoked from any thread, as long as the LoadedObject outlives the calls. Destroying
 //    it frees the code.
@@ -53,7 +54,7 @@ absl::StatusOr<ObjectCode> CompileToObject(std::string_view mlir_text, std::stri
                                            int opt_level, CompileTimings* timings = nullptr,
                                            int codegen_level = -1);
 
-// Object code linked into the process by an ORC LLJIT that this object owns. Symbols the code
+// Object code linked into the process, in a JITDylib of its own that this object owns. Symbols the code
 // needs (malloc, free, memcpy, libm) are resolved from the current process.
 class LoadedObject {
  public:
@@ -79,7 +80,7 @@ class LoadedObject {
 // Thread-safe; affects objects loaded afterwards.
 void RegisterRuntimeSymbolPrefix(std::string prefix, void* address);
 
-// Links a copy of `code.bytes` into a fresh LLJIT and resolves `code.entry_symbol`.
+// Links a copy of `code.bytes` into a fresh JITDylib and resolves `code.entry_symbol`.
 // Errors: Internal when the object cannot be linked or the symbol is missing.
 // Note: only load bytes you produced or verified (DESIGN.md §3.8): this runs native code.
 absl::StatusOr<std::unique_ptr<LoadedObject>> LoadObject(const ObjectCode& code);

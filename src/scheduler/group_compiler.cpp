@@ -237,22 +237,43 @@ BuildResult GroupCompiler::Build(const CompileRequest& request, const Levels& le
   return result;
 }
 
-absl::StatusOr<runtime::CodeSlot::Code> GroupCompiler::GetOrCompile(const GroupKey& key,
-                                                                     const CompileRequest& request, bool* missed) {
+std::shared_ptr<runtime::CodeSlot> GroupCompiler::GetOrStart(const GroupKey& key, const CompileRequest& request,
+                                                             bool* missed, bool* deferred) {
   bool created = false;
   std::shared_ptr<runtime::CodeSlot> slot = cache_.Lookup(key.material, &created);
-  if (missed != nullptr) *missed = created;
+  *missed = created;
+  *deferred = false;
   if (!created) {
     stats_->CountCompileCacheHit();
-    return slot->Await();
+    return slot;
   }
-  BuildResult built = Build(request, FinalLevels(), 0, /*wait_for_peers=*/true);
-  if (built.code.ok()) {
+  BuildResult built = Build(request, FinalLevels(), 0, /*wait_for_peers=*/false);
+  if (built.pending) {
+    *deferred = true;  // Finish counts the wait if the build is still not published then
+  } else if (built.code.ok()) {
     slot->Publish(*built.code, 0);
   } else {
     slot->Fail(built.code.status());
   }
-  return built.code;
+  return slot;
+}
+
+void GroupCompiler::Finish(runtime::CodeSlot& slot, const CompileRequest& request) {
+  BuildResult built = Build(request, FinalLevels(), 0, /*wait_for_peers=*/true);
+  if (built.code.ok()) {
+    slot.Publish(*built.code, 0);
+  } else {
+    slot.Fail(built.code.status());
+  }
+}
+
+absl::StatusOr<runtime::CodeSlot::Code> GroupCompiler::GetOrCompile(const GroupKey& key,
+                                                                     const CompileRequest& request, bool* missed) {
+  bool created = false, deferred = false;
+  std::shared_ptr<runtime::CodeSlot> slot = GetOrStart(key, request, &created, &deferred);
+  if (missed != nullptr) *missed = created;
+  if (deferred) Finish(*slot, request);
+  return slot->Await();
 }
 
 std::vector<std::string> GroupCompiler::CompiledKeys() const {

@@ -88,6 +88,13 @@ class GroupCompiler {
   // `*missed` (optional) tells whether the key missed the memory cache.
   absl::StatusOr<runtime::CodeSlot::Code> GetOrCompile(const GroupKey& key, const CompileRequest& request,
                                                        bool* missed = nullptr);
+  // compile mode, in two steps so that ranks spread a segment's builds among themselves: the
+  // slot for `key`, built now unless another rank holds the build's lease (then `*deferred`:
+  // build nothing yet, move on to the next group, and Finish this one later).
+  std::shared_ptr<runtime::CodeSlot> GetOrStart(const GroupKey& key, const CompileRequest& request, bool* missed,
+                                                bool* deferred);
+  // Completes a deferred build: waits for the other rank's build (or takes over its lease).
+  void Finish(runtime::CodeSlot& slot, const CompileRequest& request);
 
   runtime::CodeCache& cache() { return cache_; }
   runtime::cache::DiskCache* disk() { return disk_.get(); }

@@ -132,7 +132,7 @@ void Stream::ExplainMiss(const std::string& key_hex, const std::vector<runtime::
   });
 }
 
-runtime::ExecUnit Stream::MakeGroupUnit(PlannedUnit& p) {
+runtime::ExecUnit Stream::MakeGroupUnit(PlannedUnit& p, std::optional<DeferredBuild>* deferred) {
   mlir_lowering::LoweredGroup& lowered = *p.lowered;
   std::vector<runtime::OutputBuffer> outputs;
   for (const mlir_lowering::GroupOutput& o : lowered.outputs) {
@@ -149,16 +149,24 @@ runtime::ExecUnit Stream::MakeGroupUnit(PlannedUnit& p) {
   runtime::ExecUnit unit;
   unit.key = key.Hex();
   runtime::CodeSlot::Code code;
-  if (pool_ == nullptr) {  // compile mode: compile now (blocking)
-    bool missed = false;
-    absl::StatusOr<runtime::CodeSlot::Code> compiled =
-        compiler_.GetOrCompile(key, CompileRequest::Of(key, lowered, p.ops), &missed);
+  if (pool_ == nullptr) {  // compile mode: compile now (blocking), unless another rank is on it
+    bool missed = false, waits_for_peer = false;
+    CompileRequest request = CompileRequest::Of(key, lowered, p.ops);
+    std::shared_ptr<runtime::CodeSlot> slot = compiler_.GetOrStart(key, request, &missed, &waits_for_peer);
     if (missed) ExplainMiss(unit.key, p.ops);
-    if (!compiled.ok()) {
-      unit.ops = std::move(p.ops);
-      return unit;  // runs op by op
+    if (waits_for_peer) {
+      *deferred = DeferredBuild{std::move(request), slot};
     }
-    code = *compiled;
+    if (!slot->settled()) {
+      unit.slot = std::move(slot);  // Flush finishes it before submitting this unit
+    } else {
+      absl::StatusOr<runtime::CodeSlot::Code> compiled = slot->Await();
+      if (!compiled.ok()) {
+        unit.ops = std::move(p.ops);
+        return unit;  // runs op by op
+      }
+      code = *compiled;
+    }
   } else {  // adaptive: attach the slot; start its compile if the key is new
     bool created = false;
     std::shared_ptr<runtime::CodeSlot> slot = compiler_.cache().Lookup(key.material, &created);
@@ -216,15 +224,35 @@ void Stream::Flush() {
     runtime::profiler::Add(std::move(e));
   }
   const uint64_t batch = ++batches_;
+  // compile mode with peers: a group another rank is building is set aside (with every unit
+  // after it, to keep stream order) while this rank builds the groups nobody has claimed yet;
+  // then the set-aside builds are finished (fetched, usually) and the units submitted in order.
+  std::vector<std::pair<runtime::ExecUnit, std::optional<DeferredBuild>>> held;
   for (PlannedUnit& p : planned) {
     runtime::ExecUnit unit;
+    std::optional<DeferredBuild> deferred;
     if (p.lowered.has_value()) {
-      unit = MakeGroupUnit(p);
+      unit = MakeGroupUnit(p, &deferred);
     } else {
       unit.ops = std::move(p.ops);
       unit.unlowered = true;
     }
     unit.batch = batch;
+    const bool unsettled = pool_ == nullptr && unit.slot != nullptr && !unit.slot->settled();
+    if (unsettled || !held.empty()) {
+      held.emplace_back(std::move(unit), std::move(deferred));
+      continue;
+    }
+    executor_.Submit(std::move(unit));
+  }
+  for (auto& [unit, deferred] : held) {
+    if (deferred.has_value()) {
+      compiler_.Finish(*deferred->slot, deferred->request);
+    }
+    if (unit.slot != nullptr && unit.compiled.has_value()) {
+      absl::StatusOr<runtime::CodeSlot::Code> code = unit.slot->Await();
+      if (code.ok()) unit.compiled->code = *code;  // else the executor runs it op by op
+    }
     executor_.Submit(std::move(unit));
   }
   // Units finished two flushes ago release their tensors now (waiting for them if the executor

@@ -20,6 +20,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -59,7 +60,12 @@ class Stream {
   bool Groups() const { return mode_ != runtime::Mode::kEager && !launch_blocking_; }
   // Cuts the pending segment into units, attaches (or starts) their code, submits them.
   void Flush();
-  runtime::ExecUnit MakeGroupUnit(PlannedUnit& planned);
+  // A compile-mode build another rank holds the lease on: finished before its unit is submitted.
+  struct DeferredBuild {
+    CompileRequest request;
+    std::shared_ptr<runtime::CodeSlot> slot;
+  };
+  runtime::ExecUnit MakeGroupUnit(PlannedUnit& planned, std::optional<DeferredBuild>* deferred);
   void ExplainMiss(const std::string& key_hex, const std::vector<runtime::OpRecord>& ops);
 
   const runtime::Mode mode_;

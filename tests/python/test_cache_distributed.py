@@ -11,6 +11,7 @@ process group exists: there is nobody to share it with). What is proven:
     wait, equal PyTorch CPU's;
   - a disk cache directory shared by all ranks: still one compile per key in total, one entry
     file per key on disk, and a second run of all ranks compiles nothing;
+  - the same in compile mode, where ranks wait for the builds other ranks claimed;
   - the holder of a lease dies (SIGKILL right after claiming, before compiling; manual launch,
     since torchrun would stop every rank): the other ranks wait for the lease to expire, take it
     over, compile that group once among themselves, and finish with CPU losses.
@@ -54,12 +55,12 @@ def head_tail(text, n=2500):
     return text if len(text) <= 2 * n else f"{text[:n]}\n[...]\n{text[-n:]}"
 
 
-def torchrun(out_dir, cache_dir):
+def torchrun(out_dir, cache_dir, **env):
     """Runs WORLD ranks of dist_train.py under torchrun; returns their JSON outputs by rank."""
     out_dir.mkdir(exist_ok=True)
     cmd = [sys.executable, "-m", "torch.distributed.run", f"--nproc_per_node={WORLD}",
            f"--master_port={free_port()}", SCRIPT, "--model", MODEL, "--steps", str(STEPS), "--out", str(out_dir)]
-    proc = subprocess.run(cmd, env=base_env(cache_dir), capture_output=True, text=True, timeout=TIMEOUT_S)
+    proc = subprocess.run(cmd, env=base_env(cache_dir, **env), capture_output=True, text=True, timeout=TIMEOUT_S)
     assert proc.returncode == 0, f"torchrun exit {proc.returncode}\n{proc.stdout[-2000:]}\n{head_tail(proc.stderr)}"
     import json
     outs = []
@@ -113,6 +114,15 @@ def test_store_only_each_key_compiled_once(tmp_path):
     fetches = sum(o["cache"]["remote"]["fetches"] for o in outs)
     assert fetches == (WORLD - 1) * distinct, f"every key reaches the other ranks through the store: {fetches}"
     assert sum(o["cache"]["remote"]["publishes"] for o in outs) == distinct
+    assert_cpu_losses(outs)
+
+
+def test_compile_mode_ranks_wait_for_each_other_and_compile_once(tmp_path):
+    """Compile mode: a rank that finds a group claimed builds the unclaimed ones of its segment
+    first, then waits for (fetches) the claimed ones; still one compile per key in total."""
+    outs, diag = torchrun(tmp_path / "out", "off", NEURON_MODE="compile")
+    distinct = assert_compiled_once(outs, diag[-4000:])
+    assert sum(o["cache"]["remote"]["fetches"] for o in outs) == (WORLD - 1) * distinct
     assert_cpu_losses(outs)
 
 
