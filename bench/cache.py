@@ -105,7 +105,8 @@ if os.environ.get("CB_SECOND") == "1":
 print("RESULT " + json.dumps(out))
 """
 
-MODES = {"compile": {"NEURON_MODE": "compile"}, "adaptive": {"NEURON_MODE": "adaptive"}}
+MODES = {"compile": {"NEURON_MODE": "compile"}, "adaptive": {"NEURON_MODE": "adaptive"},
+         "eager": {"NEURON_MODE": "eager"}}
 
 
 def clean_env(extra):
@@ -177,8 +178,12 @@ def main():
     args = ap.parse_args()
 
     results = {}
+    eager = {}  # the fresh-process floor: eager mode compiles nothing, yet its first step is slow too
     with tempfile.TemporaryDirectory(prefix="cache-bench-") as tmp:
         for model in args.models.split(","):
+            eager[model] = child(model, "eager", args.steps, "off", second=False)
+            print(f"  {model:4s} eager     TTFS {eager[model]['ttfs']:6.2f}s  steady "
+                  f"{fmt_ms(eager[model]['steady']).strip()} ms", flush=True)
             for mode in args.modes.split(","):
                 reps = []
                 for rep in range(args.repeat):
@@ -217,10 +222,16 @@ def main():
           "step's own costs (first-time recording, allocation), not compiling.")
     for (model, mode), rows in results.items():
         d = rows["disk"]
+        e = eager[model]
         verdict = "ok" if d["ttfs"] / d["steady"] <= 1.2 else "MISSED"
         print(f"  {model} {mode}: warm-disk TTFS / steady = {d['ttfs'] / d['steady']:.2f} ({verdict}); "
               f"warm/cold TTFS: disk {d['ttfs'] / rows['cold']['ttfs']:.3f}, "
-              f"memory {rows['memory']['ttfs'] / rows['cold']['ttfs']:.3f}")
+              f"memory {rows['memory']['ttfs'] / rows['cold']['ttfs']:.3f}; "
+              f"warm-disk TTFS / eager TTFS (fresh process, nothing to compile) = {d['ttfs'] / e['ttfs']:.2f}")
+    for model, e in eager.items():
+        print(f"  fresh-process floor, {model} eager: TTFS {1e3 * e['ttfs']:.1f} ms = "
+              f"{e['ttfs'] / e['steady']:.2f} x its steady step {1e3 * e['steady']:.1f} ms "
+              f"(first-call costs of a new process, no compiling involved)")
 
     dist = {}
     if not args.no_dist:
@@ -248,7 +259,7 @@ def main():
 
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"single": {f"{m}/{mo}": r for (m, mo), r in results.items()},
+            json.dump({"single": {f"{m}/{mo}": r for (m, mo), r in results.items()}, "eager": eager,
                        "dist": {f"{n}/{s}": r for (n, s), r in dist.items()}}, f, indent=1)
 
 
