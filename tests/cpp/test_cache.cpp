@@ -126,7 +126,7 @@ TEST_CASE("the trust rule: owner must match, no group/world write", "[cache][tru
 }
 
 TEST_CASE("disk tier: store, load, reject, delete, read-only", "[cache][disk]") {
-  const std::string dir = TempDir() + "/cache";
+  const std::string dir = TempDir() + "/not/yet/cache";  // created with its parents
   cache::CacheStats stats;
   cache::DiskCache disk({dir, false, int64_t{1} << 30, -1, ""}, kId, &stats);
   const Artifact a = MakeArtifact("group-a");
@@ -201,6 +201,17 @@ TEST_CASE("disk tier: store, load, reject, delete, read-only", "[cache][disk]") 
     CHECK(cache::ClearEntries(dir) == 2);  // the entry and the temp; foreign files stay
     CHECK(Exists(dir + "/README"));
   }
+}
+
+TEST_CASE("disk tier: a directory that cannot be created fails every write, counted", "[cache][disk]") {
+  const std::string base = TempDir();
+  WriteFile(base + "/file", "not a directory");
+  cache::CacheStats stats;
+  cache::DiskCache disk({base + "/file/cache", false, int64_t{1} << 30, -1, ""}, kId, &stats);
+  CHECK_FALSE(disk.Store(MakeArtifact("a")).ok());
+  CHECK_FALSE(disk.Store(MakeArtifact("b")).ok());
+  CHECK(stats.Snapshot().disk_write_errors == 2);
+  CHECK_FALSE(disk.Load("a", {3, 3}).has_value());
 }
 
 TEST_CASE("disk tier evicts the least recently used entries beyond its bound", "[cache][disk]") {

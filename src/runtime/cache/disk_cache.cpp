@@ -62,6 +62,17 @@ void FsyncDir(const std::string& dir) {
 
 std::string Dirname(const std::string& path) { return path.substr(0, path.rfind('/')); }
 
+// mkdir -p with mode 0700 for what it creates (existing directories are left as they are).
+bool MakeDirs(const std::string& dir) {
+  for (size_t at = 1; at <= dir.size(); ++at) {
+    if (at == dir.size() || dir[at] == '/') {
+      const std::string prefix = dir.substr(0, at);
+      if (::mkdir(prefix.c_str(), 0700) != 0 && errno != EEXIST) return false;
+    }
+  }
+  return true;
+}
+
 // "<32 hex>.O<d>c<d>"
 bool IsEntryName(absl::string_view name, std::string* key, Levels* levels) {
   if (name.size() != 32 + 5) return false;
@@ -187,12 +198,12 @@ std::string DiskCache::EntryPath(const std::string& key_material, const Levels& 
   return absl::StrCat(options_.dir, "/", h.substr(0, 2), "/", h.substr(2, 2), "/", h, ".", levels.Suffix());
 }
 
-void DiskCache::WarnOnce(const std::string& what) {
+void DiskCache::WarnOnce(const std::string& key, const std::string& message) {
   {
     absl::MutexLock lock(&mu_);
-    if (!warned_.insert(what).second) return;
+    if (!warned_.insert(key).second) return;
   }
-  Log(LogLevel::kWarning, what);
+  Log(LogLevel::kWarning, message);
 }
 
 Reject DiskCache::CheckDirs(const std::string& entry_path, std::string* which) const {
@@ -219,7 +230,8 @@ void DiskCache::Rejected(const std::string& path, Reject reason, const std::stri
     absl::MutexLock lock(&mu_);
     untrusted_.insert(path);
   }
-  WarnOnce(absl::StrCat("cache entry ", path, " ignored (", RejectName(reason), "): ", why,
+  WarnOnce(absl::StrCat(path, "|", RejectName(reason)),
+           absl::StrCat("cache entry ", path, " ignored (", RejectName(reason), "): ", why,
                         remove ? "; deleted, the group is recompiled" : "; the group is recompiled"));
   if (remove) {
     ::unlink(path.c_str());
@@ -292,22 +304,28 @@ absl::Status DiskCache::Store(const Artifact& artifact) {
   }
   const std::string shard2 = Dirname(path);
   const std::string shard1 = Dirname(shard2);
-  auto fail = [&](const std::string& what) {
+  // `kind` groups failures for the warning: one warning per kind (e.g. a missing permission
+  // would otherwise warn once per group), each failure counted.
+  auto fail = [&](const std::string& kind, const std::string& what) {
     stats_->Update([](CacheCounters& c) { ++c.disk_write_errors; });
     const std::string message = absl::StrCat("cannot write the cache entry ", path, ": ", what);
-    WarnOnce(absl::StrCat("disk cache: ", message, " (groups still compile; they are not cached on disk)"));
+    WarnOnce(kind, absl::StrCat("disk cache: ", message, " (groups still compile; further entries failing this "
+                                "way are not reported)"));
     return absl::UnavailableError(message);
   };
-  for (const std::string& d : {options_.dir, shard1, shard2}) {
+  if (!MakeDirs(options_.dir)) {
+    return fail(absl::StrCat("mkdir ", ErrnoText()), absl::StrCat("creating ", options_.dir, ": ", ErrnoText()));
+  }
+  for (const std::string& d : {shard1, shard2}) {
     if (::mkdir(d.c_str(), 0700) != 0 && errno != EEXIST) {
-      return fail(absl::StrCat("mkdir ", d, ": ", ErrnoText()));
+      return fail(absl::StrCat("mkdir ", ErrnoText()), absl::StrCat("mkdir ", d, ": ", ErrnoText()));
     }
   }
   // Never write into a directory we would not load from (someone else could swap the file).
   std::string which;
   if (const Reject r = CheckDirs(path, &which); r != Reject::kNone) {
-    return fail(absl::StrCat(which, " must be owned by uid ", uid_, " and not be group/world-writable (",
-                             RejectName(r), ")"));
+    return fail(absl::StrCat("untrusted ", which), absl::StrCat(which, " must be owned by uid ", uid_,
+                                                               " and not be group/world-writable (", RejectName(r), ")"));
   }
   const std::string bytes = Encode(artifact, identity_);
   std::random_device rd;
@@ -315,7 +333,7 @@ absl::Status DiskCache::Store(const Artifact& artifact) {
   const std::string temp = absl::StrFormat("%s/.%s.tmp.%d.%08x", shard2, name, ::getpid(), rd());
   const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
   if (fd < 0) {
-    return fail(absl::StrCat("create ", temp, ": ", ErrnoText()));
+    return fail(absl::StrCat("create ", ErrnoText()), absl::StrCat("create ", temp, ": ", ErrnoText()));
   }
   if (options_.test_fault == "kill_mid_write") {
     static std::atomic<bool> killed{false};
@@ -331,7 +349,7 @@ absl::Status DiskCache::Store(const Artifact& artifact) {
   if (!ok || ::rename(temp.c_str(), path.c_str()) != 0) {
     const std::string why = ok ? absl::StrCat("rename: ", ErrnoText()) : absl::StrCat("write: ", write_error);
     ::unlink(temp.c_str());
-    return fail(why);
+    return fail(why, why);
   }
   FsyncDir(shard2);
   const int64_t n = static_cast<int64_t>(bytes.size());
@@ -402,8 +420,7 @@ std::string DiskCache::DirToken() {
       if (token.size() == 32) dir_token_ = token;
       break;
     }
-    if (options_.readonly) break;
-    ::mkdir(options_.dir.c_str(), 0700);
+    if (options_.readonly || !MakeDirs(options_.dir)) break;
     std::random_device rd;
     const std::string token = absl::StrFormat("%08x%08x%08x%08x", rd(), rd(), rd(), rd());
     const std::string temp = absl::StrCat(path, ".tmp.", ::getpid());

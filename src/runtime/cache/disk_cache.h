@@ -81,7 +81,8 @@ class DiskCache {
   // The first untrusted directory on the way to `entry_path` (root, shard, shard) in `*which`.
   Reject CheckDirs(const std::string& entry_path, std::string* which) const;
   void Rejected(const std::string& path, Reject reason, const std::string& detail, bool ours);
-  void WarnOnce(const std::string& what);
+  // Logs `message` the first time `key` is seen.
+  void WarnOnce(const std::string& key, const std::string& message);
   void MaybeEvict(int64_t added_bytes);
 
   const DiskCacheOptions options_;
