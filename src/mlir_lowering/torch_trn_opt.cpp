@@ -6,11 +6,13 @@
 #include "mlir/InitAllPasses.h"
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
 #include "mlir_lowering/host_pipeline.h"
+#include "mlir_lowering/trn/TrnDialect.h"
 
 int main(int argc, char** argv) {
   mlir::registerAllPasses();
   trn::mlir_lowering::registerHostPipeline();
   mlir::DialectRegistry registry;
   mlir::registerAllDialects(registry);
+  registry.insert<trn::ir::TrnDialect>();
   return mlir::asMainReturnCode(mlir::MlirOptMain(argc, argv, "torch-trn optimizer driver\n", registry));
 }

@@ -1,0 +1,182 @@
+#include "mlir_lowering/trn/TrnDialect.h"
+
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/TypeSwitch.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/DialectImplementation.h"
+
+#include "mlir_lowering/trn/TrnOpsDialect.cpp.inc"
+
+#define GET_TYPEDEF_CLASSES
+#include "mlir_lowering/trn/TrnOpsTypes.cpp.inc"
+
+#define GET_OP_CLASSES
+#include "mlir_lowering/trn/TrnOps.cpp.inc"
+
+namespace trn::ir {
+namespace {
+
+int64_t ElementBytes(mlir::Type t) {
+  if (auto f = t.dyn_cast<mlir::FloatType>()) return (f.getWidth() + 7) / 8;
+  if (auto i = t.dyn_cast<mlir::IntegerType>()) return (i.getWidth() + 7) / 8;
+  return 0;
+}
+
+int64_t Product(llvm::ArrayRef<int64_t> v) {
+  int64_t n = 1;
+  for (int64_t x : v) n *= x;
+  return n;
+}
+
+mlir::LogicalResult VerifyTile(llvm::function_ref<mlir::InFlightDiagnostic()> emit_error, llvm::StringRef what,
+                               int64_t partitions, llvm::ArrayRef<int64_t> free, mlir::Type element) {
+  if (partitions < 1 || partitions > kMaxPartitions) {
+    return emit_error() << what << " tiles have 1.." << kMaxPartitions << " partitions, got " << partitions;
+  }
+  if (free.empty()) return emit_error() << what << " tiles need a free shape (use [1] for a column)";
+  for (int64_t d : free) {
+    if (d < 1) return emit_error() << what << " free dimensions must be positive, got " << d;
+  }
+  if (ElementBytes(element) == 0) return emit_error() << what << " tiles hold integers or floats, got " << element;
+  return mlir::success();
+}
+
+// Partitions, free elements and element type of a DMA endpoint (tile or memref).
+struct Extent {
+  int64_t elements = 0;
+  mlir::Type element;
+};
+
+Extent ExtentOf(mlir::Type t) {
+  if (auto s = t.dyn_cast<SbufTileType>()) return {s.getPartitions() * s.freeElements(), s.getElementType()};
+  auto m = t.cast<mlir::MemRefType>();
+  return {m.hasStaticShape() ? m.getNumElements() : -1, m.getElementType()};
+}
+
+bool IsMatmulInput(mlir::Type t) { return t.isBF16() || t.isF16() || t.isF32(); }
+
+}  // namespace
+
+void TrnDialect::initialize() {
+  addTypes<
+#define GET_TYPEDEF_LIST
+#include "mlir_lowering/trn/TrnOpsTypes.cpp.inc"
+      >();
+  addOperations<
+#define GET_OP_LIST
+#include "mlir_lowering/trn/TrnOps.cpp.inc"
+      >();
+}
+
+int64_t SbufTileType::freeElements() const { return Product(getFreeShape()); }
+int64_t SbufTileType::bytesPerPartition() const { return freeElements() * ElementBytes(getElementType()); }
+int64_t PsumTileType::freeElements() const { return Product(getFreeShape()); }
+int64_t PsumTileType::bytesPerPartition() const { return freeElements() * ElementBytes(getElementType()); }
+
+mlir::LogicalResult SbufTileType::verify(llvm::function_ref<mlir::InFlightDiagnostic()> emit_error,
+                                         int64_t partitions, llvm::ArrayRef<int64_t> free, mlir::Type element) {
+  return VerifyTile(emit_error, "SBUF", partitions, free, element);
+}
+
+mlir::LogicalResult PsumTileType::verify(llvm::function_ref<mlir::InFlightDiagnostic()> emit_error,
+                                         int64_t partitions, llvm::ArrayRef<int64_t> free, mlir::Type element) {
+  if (mlir::failed(VerifyTile(emit_error, "PSUM", partitions, free, element))) return mlir::failure();
+  const int64_t bytes = Product(free) * ElementBytes(element);
+  if (bytes > kPsumBankBytesPerPartition) {
+    return emit_error() << "a PSUM tile must fit one bank (" << kPsumBankBytesPerPartition
+                        << " bytes per partition), this one needs " << bytes;
+  }
+  return mlir::success();
+}
+
+mlir::LogicalResult DmaCopyOp::verify() {
+  const mlir::Type src = getSrc().getType(), dst = getDst().getType();
+  if (src.isa<mlir::MemRefType>() && dst.isa<mlir::MemRefType>()) {
+    return emitOpError("copies to or from SBUF; HBM to HBM is not a NeuronCore DMA here");
+  }
+  const Extent a = ExtentOf(src), b = ExtentOf(dst);
+  if (a.element != b.element) {
+    return emitOpError("element types differ (") << a.element << " vs " << b.element
+                                                   << "); DMA does not convert, use tensor_copy";
+  }
+  if (a.elements >= 0 && b.elements >= 0 && a.elements != b.elements) {
+    return emitOpError("moves ") << a.elements << " elements into " << b.elements;
+  }
+  return mlir::success();
+}
+
+mlir::LogicalResult MatmulOp::verify() {
+  auto st = getStationary().getType().cast<SbufTileType>();
+  auto mv = getMoving().getType().cast<SbufTileType>();
+  auto dst = getDst().getType().cast<PsumTileType>();
+  if (st.getFreeShape().size() != 1 || mv.getFreeShape().size() != 1 || dst.getFreeShape().size() != 1) {
+    return emitOpError("operands must be 2-D tiles [partitions, [free]]");
+  }
+  const int64_t k = st.getPartitions(), m = st.getFreeShape()[0], n = mv.getFreeShape()[0];
+  if (mv.getPartitions() != k) {
+    return emitOpError("contracts over the partitions: stationary has ") << k << ", moving has " << mv.getPartitions();
+  }
+  if (m > kMatmulMaxStationaryFree) {
+    return emitOpError("stationary free size ") << m << " exceeds TensorE's " << kMatmulMaxStationaryFree;
+  }
+  if (n > kMatmulMaxMovingFree) {
+    return emitOpError("moving free size ") << n << " exceeds TensorE's " << kMatmulMaxMovingFree;
+  }
+  if (dst.getPartitions() != m || dst.getFreeShape()[0] != n) {
+    return emitOpError("result tile must be [") << m << ", [" << n << "]]";
+  }
+  if (!IsMatmulInput(st.getElementType()) || st.getElementType() != mv.getElementType()) {
+    return emitOpError("inputs must both be bf16, f16 or f32");
+  }
+  if (!dst.getElementType().isF32()) return emitOpError("PSUM accumulates in f32");
+  return mlir::success();
+}
+
+const char* const ActivationOp::kFunctions[] = {"identity", "exp", "log", "tanh", "gelu", "gelu_tanh", "sigmoid",
+                                                 "relu", "silu", "rsqrt", "sqrt", "square", "reciprocal", nullptr};
+
+namespace {
+
+template <typename A, typename B>
+mlir::LogicalResult SameShape(mlir::Operation* op, A a, B b) {
+  if (a.getPartitions() != b.getPartitions() || a.getFreeShape() != b.getFreeShape()) {
+    return op->emitOpError("source and destination tiles differ in shape");
+  }
+  return mlir::success();
+}
+
+template <typename F>
+mlir::LogicalResult WithTile(mlir::Type t, F&& f) {
+  if (auto s = t.dyn_cast<SbufTileType>()) return f(s);
+  return f(t.cast<PsumTileType>());
+}
+
+}  // namespace
+
+mlir::LogicalResult ActivationOp::verify() {
+  bool known = false;
+  for (const char* const* f = kFunctions; *f != nullptr; ++f) known |= getFunc() == *f;
+  if (!known) {
+    std::string all;
+    for (const char* const* f = kFunctions; *f != nullptr; ++f) all += std::string(all.empty() ? "" : ", ") + *f;
+    return emitOpError("unknown function '") << getFunc() << "' (ScalarE's table: " << all << ")";
+  }
+  auto dst = getDst().getType().cast<SbufTileType>();
+  if (mlir::failed(WithTile(getSrc().getType(), [&](auto src) { return SameShape(*this, src, dst); }))) {
+    return mlir::failure();
+  }
+  if (getBias()) {
+    auto bias = getBias().getType().cast<SbufTileType>();
+    if (bias.getPartitions() != dst.getPartitions() || bias.freeElements() != 1) {
+      return emitOpError("bias is one value per partition: a [") << dst.getPartitions() << ", [1]] tile";
+    }
+  }
+  return mlir::success();
+}
+
+mlir::LogicalResult TensorCopyOp::verify() {
+  auto dst = getDst().getType().cast<SbufTileType>();
+  return WithTile(getSrc().getType(), [&](auto src) { return SameShape(*this, src, dst); });
+}
+
+}  // namespace trn::ir

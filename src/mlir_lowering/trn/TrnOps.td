@@ -1,0 +1,124 @@
+// The `trn` dialect: AWS Trainium NeuronCore instructions, modelled on the public nki.isa API
+// (docs/trn_target.md lists every constant with its source page). Buffer semantics, like the
+// hardware: instructions read and write tiles (SBUF / PSUM) and HBM memrefs; only `trn.alloc`
+// produces a value. Verifiers reject what the engines cannot do.
+#ifndef TRN_OPS_TD
+#define TRN_OPS_TD
+
+include "mlir/IR/OpBase.td"
+include "mlir/IR/AttrTypeBase.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+
+def Trn_Dialect : Dialect {
+  let name = "trn";
+  let cppNamespace = "::trn::ir";
+  let summary = "AWS Trainium NeuronCore instructions (after the public nki.isa API)";
+  let description = [{
+    On-chip memory is two scratchpads with a partition dimension: the state buffer (SBUF) and
+    the matmul accumulator (PSUM). A tile lives in one of them: `!trn.sbuf<P, [F...], T>` /
+    `!trn.psum<P, [F...], T>` with P <= 128 partitions and a free shape F. Device memory (HBM)
+    is a memref. Engines: TensorE (matmul, transpose), VectorE (tensor_tensor, tensor_scalar,
+    tensor_reduce, tensor_copy), ScalarE (activation), GpSimd (iota, memset), DMA (dma_copy).
+  }];
+  let useDefaultTypePrinterParser = 1;
+  let useFoldAPI = kEmitFoldAdaptorFolder;
+}
+
+//===----------------------------------------------------------------------===//
+// Types
+//===----------------------------------------------------------------------===//
+
+class Trn_TileType<string name, string typeMnemonic, string memory> : TypeDef<Trn_Dialect, name> {
+  let mnemonic = typeMnemonic;
+  let summary = "a tile in " # memory;
+  let description = "A tile with `partitions` partitions (at most 128) and a free shape, in " # memory # ".";
+  let parameters = (ins "int64_t":$partitions, ArrayRefParameter<"int64_t">:$freeShape, "::mlir::Type":$elementType);
+  let assemblyFormat = "`<` $partitions `,` `[` $freeShape `]` `,` $elementType `>`";
+  let genVerifyDecl = 1;
+  let extraClassDeclaration = [{
+    // Elements per partition (the product of the free shape).
+    int64_t freeElements() const;
+    // Bytes per partition.
+    int64_t bytesPerPartition() const;
+  }];
+}
+
+def Trn_SbufTile : Trn_TileType<"SbufTile", "sbuf", "the state buffer (SBUF)">;
+def Trn_PsumTile : Trn_TileType<"PsumTile", "psum", "the matmul accumulation buffer (PSUM); one tile fits one bank">;
+
+def Trn_AnyTile : AnyTypeOf<[Trn_SbufTile, Trn_PsumTile]>;
+def Trn_DmaEnd : AnyTypeOf<[Trn_SbufTile, AnyMemRef]>;
+
+//===----------------------------------------------------------------------===//
+// Ops
+//===----------------------------------------------------------------------===//
+
+class Trn_Op<string mnemonic, list<Trait> traits = []> : Op<Trn_Dialect, mnemonic, traits>;
+
+def Trn_AllocOp : Trn_Op<"alloc", [MemoryEffects<[MemAlloc]>]> {
+  let summary = "allocate a tile in SBUF or PSUM";
+  let description = [{
+    `%t = trn.alloc : !trn.sbuf<128, [512], f32>`. Placement (which partitions' addresses, which
+    PSUM bank) is decided later by the allocation pass.
+  }];
+  let results = (outs Trn_AnyTile:$tile);
+  let assemblyFormat = "attr-dict `:` qualified(type($tile))";
+}
+
+def Trn_DmaCopyOp : Trn_Op<"dma_copy"> {
+  let summary = "copy between device memory (HBM) and SBUF, or within SBUF (DMA engines)";
+  let description = [{
+    `trn.dma_copy %src, %dst : memref<128x512xf32, strided<[1024, 1]>>, !trn.sbuf<128, [512], f32>`.
+    Moves the elements in row-major order of both sides; strided memrefs describe strided HBM
+    access. PSUM is not a DMA endpoint (copy it to SBUF with trn.tensor_copy first).
+  }];
+  let arguments = (ins Arg<Trn_DmaEnd, "", [MemRead]>:$src, Arg<Trn_DmaEnd, "", [MemWrite]>:$dst);
+  let assemblyFormat = "$src `,` $dst attr-dict `:` qualified(type($src)) `,` qualified(type($dst))";
+  let hasVerifier = 1;
+}
+
+def Trn_MatmulOp : Trn_Op<"matmul"> {
+  let summary = "TensorE matrix multiply into a PSUM bank";
+  let description = [{
+    `trn.matmul %stationary, %moving, %dst {accumulate} : !trn.sbuf<K, [M], T>, !trn.sbuf<K, [N], T>, !trn.psum<M, [N], f32>`
+    computes dst[m, n] (+)= sum_k stationary[k, m] * moving[k, n]: the contraction runs over the
+    partition dimension K <= 128; M <= 128 (the stationary free size) and N <= 512 (the moving
+    free size). PSUM accumulates in fp32; `accumulate` adds to dst instead of overwriting it.
+  }];
+  let arguments = (ins Arg<Trn_SbufTile, "", [MemRead]>:$stationary, Arg<Trn_SbufTile, "", [MemRead]>:$moving,
+                       Arg<Trn_PsumTile, "", [MemWrite, MemRead]>:$dst, UnitAttr:$accumulate);
+  let assemblyFormat = "$stationary `,` $moving `,` $dst attr-dict `:` qualified(type($stationary)) `,` qualified(type($moving)) `,` qualified(type($dst))";
+  let hasVerifier = 1;
+}
+
+def Trn_ActivationOp : Trn_Op<"activation"> {
+  let summary = "ScalarE: dst = func(src * scale + bias)";
+  let description = [{
+    `trn.activation %src, %dst {func = "gelu", scale = 1.0 : f32} : !trn.sbuf<..>, !trn.sbuf<..>`.
+    `func` comes from a fixed table (see ActivationOp::kFunctions); the optional `bias` is a
+    per-partition column tile [P, [1]].
+  }];
+  let arguments = (ins Arg<Trn_AnyTile, "", [MemRead]>:$src, Arg<Trn_SbufTile, "", [MemWrite]>:$dst,
+                       StrAttr:$func, DefaultValuedAttr<F32Attr, "1.0">:$scale,
+                       Optional<Trn_SbufTile>:$bias);
+  let assemblyFormat = "$src `,` $dst (`bias` $bias^)? attr-dict `:` qualified(type($src)) `,` qualified(type($dst)) (`,` qualified(type($bias))^)?";
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    static const char* const kFunctions[];
+  }];
+}
+
+def Trn_TensorCopyOp : Trn_Op<"tensor_copy"> {
+  let summary = "VectorE copy with cast (e.g. PSUM -> SBUF)";
+  let arguments = (ins Arg<Trn_AnyTile, "", [MemRead]>:$src, Arg<Trn_SbufTile, "", [MemWrite]>:$dst);
+  let assemblyFormat = "$src `,` $dst attr-dict `:` qualified(type($src)) `,` qualified(type($dst))";
+  let hasVerifier = 1;
+}
+
+def Trn_MemsetOp : Trn_Op<"memset"> {
+  let summary = "GpSimd: fill a tile with a constant";
+  let arguments = (ins Arg<Trn_AnyTile, "", [MemWrite]>:$dst, F64Attr:$value);
+  let assemblyFormat = "$dst `,` $value attr-dict `:` qualified(type($dst))";
+}
+
+#endif  // TRN_OPS_TD

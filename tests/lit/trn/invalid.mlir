@@ -1,0 +1,104 @@
+// RUN: torch-trn-opt %s -split-input-file -verify-diagnostics
+
+// Each verifier rejects what the engines cannot do (limits: docs/trn_target.md).
+
+// expected-error @+1 {{SBUF tiles have 1..128 partitions, got 256}}
+func.func @too_many_partitions(%t: !trn.sbuf<256, [4], f32>) { return }
+
+// -----
+
+// expected-error @+1 {{a PSUM tile must fit one bank (2048 bytes per partition), this one needs 4096}}
+func.func @psum_bank_overflow(%t: !trn.psum<128, [1024], f32>) { return }
+
+// -----
+
+func.func @moving_too_wide(%st: !trn.sbuf<128, [128], bf16>, %mv: !trn.sbuf<128, [1024], bf16>,
+                           %acc: !trn.psum<128, [512], f32>) {
+  // expected-error @+1 {{moving free size 1024 exceeds TensorE's 512}}
+  trn.matmul %st, %mv, %acc : !trn.sbuf<128, [128], bf16>, !trn.sbuf<128, [1024], bf16>, !trn.psum<128, [512], f32>
+  return
+}
+
+// -----
+
+func.func @stationary_too_wide(%st: !trn.sbuf<128, [256], bf16>, %mv: !trn.sbuf<128, [64], bf16>,
+                               %acc: !trn.psum<128, [64], f32>) {
+  // expected-error @+1 {{stationary free size 256 exceeds TensorE's 128}}
+  trn.matmul %st, %mv, %acc : !trn.sbuf<128, [256], bf16>, !trn.sbuf<128, [64], bf16>, !trn.psum<128, [64], f32>
+  return
+}
+
+// -----
+
+func.func @contraction_mismatch(%st: !trn.sbuf<64, [128], bf16>, %mv: !trn.sbuf<128, [64], bf16>,
+                                %acc: !trn.psum<128, [64], f32>) {
+  // expected-error @+1 {{contracts over the partitions: stationary has 64, moving has 128}}
+  trn.matmul %st, %mv, %acc : !trn.sbuf<64, [128], bf16>, !trn.sbuf<128, [64], bf16>, !trn.psum<128, [64], f32>
+  return
+}
+
+// -----
+
+func.func @psum_not_f32(%st: !trn.sbuf<128, [128], bf16>, %mv: !trn.sbuf<128, [64], bf16>,
+                        %acc: !trn.psum<128, [64], bf16>) {
+  // expected-error @+1 {{PSUM accumulates in f32}}
+  trn.matmul %st, %mv, %acc : !trn.sbuf<128, [128], bf16>, !trn.sbuf<128, [64], bf16>, !trn.psum<128, [64], bf16>
+  return
+}
+
+// -----
+
+func.func @integer_matmul(%st: !trn.sbuf<128, [128], i32>, %mv: !trn.sbuf<128, [64], i32>,
+                          %acc: !trn.psum<128, [64], f32>) {
+  // expected-error @+1 {{inputs must both be bf16, f16 or f32}}
+  trn.matmul %st, %mv, %acc : !trn.sbuf<128, [128], i32>, !trn.sbuf<128, [64], i32>, !trn.psum<128, [64], f32>
+  return
+}
+
+// -----
+
+func.func @hbm_to_hbm(%a: memref<4xf32>, %b: memref<4xf32>) {
+  // expected-error @+1 {{copies to or from SBUF}}
+  trn.dma_copy %a, %b : memref<4xf32>, memref<4xf32>
+  return
+}
+
+// -----
+
+func.func @dma_converts(%a: memref<128x4xf32>, %t: !trn.sbuf<128, [4], bf16>) {
+  // expected-error @+1 {{element types differ}}
+  trn.dma_copy %a, %t : memref<128x4xf32>, !trn.sbuf<128, [4], bf16>
+  return
+}
+
+// -----
+
+func.func @dma_size(%a: memref<128x8xf32>, %t: !trn.sbuf<128, [4], f32>) {
+  // expected-error @+1 {{moves 1024 elements into 512}}
+  trn.dma_copy %a, %t : memref<128x8xf32>, !trn.sbuf<128, [4], f32>
+  return
+}
+
+// -----
+
+func.func @unknown_function(%a: !trn.sbuf<128, [4], f32>, %b: !trn.sbuf<128, [4], f32>) {
+  // expected-error @+1 {{unknown function 'erfinv'}}
+  trn.activation %a, %b {func = "erfinv"} : !trn.sbuf<128, [4], f32>, !trn.sbuf<128, [4], f32>
+  return
+}
+
+// -----
+
+func.func @bias_shape(%a: !trn.sbuf<128, [4], f32>, %b: !trn.sbuf<128, [4], f32>, %bias: !trn.sbuf<128, [2], f32>) {
+  // expected-error @+1 {{bias is one value per partition: a [128, [1]] tile}}
+  trn.activation %a, %b bias %bias {func = "exp"} : !trn.sbuf<128, [4], f32>, !trn.sbuf<128, [4], f32>, !trn.sbuf<128, [2], f32>
+  return
+}
+
+// -----
+
+func.func @copy_shape(%a: !trn.psum<128, [4], f32>, %b: !trn.sbuf<64, [4], f32>) {
+  // expected-error @+1 {{source and destination tiles differ in shape}}
+  trn.tensor_copy %a, %b : !trn.psum<128, [4], f32>, !trn.sbuf<64, [4], f32>
+  return
+}
