@@ -179,4 +179,111 @@ mlir::LogicalResult TensorCopyOp::verify() {
   return WithTile(getSrc().getType(), [&](auto src) { return SameShape(*this, src, dst); });
 }
 
+namespace {
+
+bool InTable(llvm::StringRef name, std::initializer_list<llvm::StringRef> table, std::string* all) {
+  for (llvm::StringRef t : table) {
+    if (t == name) return true;
+  }
+  for (llvm::StringRef t : table) *all += (all->empty() ? "" : ", ") + t.str();
+  return false;
+}
+
+// Partitions and free shape of a tile type, either memory.
+struct Shape {
+  int64_t partitions;
+  llvm::SmallVector<int64_t> free;
+  bool operator==(const Shape& o) const { return partitions == o.partitions && free == o.free; }
+};
+
+Shape ShapeOf(mlir::Type t) {
+  if (auto s = t.dyn_cast<SbufTileType>()) return {s.getPartitions(), llvm::SmallVector<int64_t>(s.getFreeShape())};
+  auto p = t.cast<PsumTileType>();
+  return {p.getPartitions(), llvm::SmallVector<int64_t>(p.getFreeShape())};
+}
+
+const std::initializer_list<llvm::StringRef> kEngines = {"tensor", "vector", "scalar", "gpsimd", "dma"};
+
+mlir::LogicalResult VerifySemaphore(mlir::Operation* op, llvm::StringRef engine, int32_t semaphore) {
+  std::string all;
+  if (!InTable(engine, kEngines, &all)) {
+    return op->emitOpError("unknown engine '") << engine << "' (engines: " << all << ")";
+  }
+  if (semaphore < 0 || semaphore >= kSemaphores) {
+    return op->emitOpError("semaphore ") << semaphore << " out of range 0.." << kSemaphores - 1;
+  }
+  return mlir::success();
+}
+
+}  // namespace
+
+mlir::LogicalResult TransposeOp::verify() {
+  auto src = getSrc().getType().cast<SbufTileType>();
+  auto dst = getDst().getType().cast<PsumTileType>();
+  if (src.getFreeShape().size() != 1 || dst.getFreeShape().size() != 1) {
+    return emitOpError("transposes 2-D tiles [partitions, [free]]");
+  }
+  if (dst.getPartitions() != src.getFreeShape()[0] || dst.getFreeShape()[0] != src.getPartitions()) {
+    return emitOpError("result must be [") << src.getFreeShape()[0] << ", [" << src.getPartitions() << "]]";
+  }
+  return mlir::success();
+}
+
+mlir::LogicalResult TensorTensorOp::verify() {
+  std::string all;
+  if (!InTable(getOp(), {"add", "subtract", "multiply", "divide", "maximum", "minimum", "power", "is_equal",
+                         "not_equal", "is_ge", "is_gt", "is_le", "is_lt", "logical_and", "logical_or"},
+               &all)) {
+    return emitOpError("unknown op '") << getOp() << "' (VectorE's: " << all << ")";
+  }
+  const Shape d = ShapeOf(getDst().getType());
+  if (!(ShapeOf(getLhs().getType()) == d) || !(ShapeOf(getRhs().getType()) == d)) {
+    return emitOpError("operand and result tiles differ in shape");
+  }
+  return mlir::success();
+}
+
+mlir::LogicalResult TensorScalarOp::verify() {
+  std::string all;
+  if (!InTable(getOp(), {"add", "subtract", "multiply", "divide", "maximum", "minimum", "power", "is_equal",
+                         "is_ge", "is_gt", "is_le", "is_lt"},
+               &all)) {
+    return emitOpError("unknown op '") << getOp() << "' (VectorE's: " << all << ")";
+  }
+  if (getImm().has_value() == static_cast<bool>(getColumn())) {
+    return emitOpError("takes exactly one scalar: an `imm` attribute or a `column` tile");
+  }
+  const Shape d = ShapeOf(getDst().getType());
+  if (!(ShapeOf(getSrc().getType()) == d)) return emitOpError("source and destination tiles differ in shape");
+  if (getColumn()) {
+    auto c = getColumn().getType().cast<SbufTileType>();
+    if (c.getPartitions() != d.partitions || c.freeElements() != 1) {
+      return emitOpError("the column holds one value per partition: a [") << d.partitions << ", [1]] tile";
+    }
+  }
+  return mlir::success();
+}
+
+mlir::LogicalResult TensorReduceOp::verify() {
+  std::string all;
+  if (!InTable(getOp(), {"add", "maximum", "minimum"}, &all)) {
+    return emitOpError("unknown reduction '") << getOp() << "' (VectorE's: " << all << ")";
+  }
+  auto dst = getDst().getType().cast<SbufTileType>();
+  if (ShapeOf(getSrc().getType()).partitions != dst.getPartitions() || dst.freeElements() != 1) {
+    return emitOpError("reduces each partition to one value: the result is a [")
+           << ShapeOf(getSrc().getType()).partitions << ", [1]] tile";
+  }
+  return mlir::success();
+}
+
+mlir::LogicalResult SignalOp::verify() {
+  return VerifySemaphore(*this, getEngine(), static_cast<int32_t>(getSemaphore()));
+}
+
+mlir::LogicalResult WaitOp::verify() {
+  if (getValue() < 1) return emitOpError("waits for a positive count, got ") << getValue();
+  return VerifySemaphore(*this, getEngine(), static_cast<int32_t>(getSemaphore()));
+}
+
 }  // namespace trn::ir

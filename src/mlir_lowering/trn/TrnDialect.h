@@ -25,5 +25,6 @@ inline constexpr int64_t kMaxPartitions = 128;       // SBUF/PSUM partitions
 inline constexpr int64_t kMatmulMaxStationaryFree = 128;  // M
 inline constexpr int64_t kMatmulMaxMovingFree = 512;      // N
 inline constexpr int64_t kPsumBankBytesPerPartition = 2048;  // one PSUM bank, per partition
+inline constexpr int32_t kSemaphores = 32;  // per core, as modelled (docs/trn_target.md: not public)
 
 }  // namespace trn::ir

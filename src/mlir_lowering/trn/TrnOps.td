@@ -121,4 +121,68 @@ def Trn_MemsetOp : Trn_Op<"memset"> {
   let assemblyFormat = "$dst `,` $value attr-dict `:` qualified(type($dst))";
 }
 
+def Trn_TransposeOp : Trn_Op<"transpose"> {
+  let summary = "TensorE transpose of a [P, [F]] SBUF tile into a [F, [P]] PSUM tile";
+  let description = [{
+    Done on the systolic array (a matmul with the identity), so F <= 128 (the result's
+    partitions) and the result lands in PSUM like any matmul result.
+  }];
+  let arguments = (ins Arg<Trn_SbufTile, "", [MemRead]>:$src, Arg<Trn_PsumTile, "", [MemWrite]>:$dst);
+  let assemblyFormat = "$src `,` $dst attr-dict `:` qualified(type($src)) `,` qualified(type($dst))";
+  let hasVerifier = 1;
+}
+
+def Trn_TensorTensorOp : Trn_Op<"tensor_tensor"> {
+  let summary = "VectorE elementwise: dst = lhs <op> rhs";
+  let description = [{
+    `op` is one of add, subtract, multiply, divide, maximum, minimum, power, is_equal,
+    not_equal, is_ge, is_gt, is_le, is_lt, logical_and, logical_or (comparisons give 1 / 0).
+    The three tiles have the same partitions and free shape; the result may be cast.
+  }];
+  let arguments = (ins Arg<Trn_AnyTile, "", [MemRead]>:$lhs, Arg<Trn_AnyTile, "", [MemRead]>:$rhs,
+                       Arg<Trn_SbufTile, "", [MemWrite]>:$dst, StrAttr:$op);
+  let assemblyFormat = "$lhs `,` $rhs `,` $dst attr-dict `:` qualified(type($lhs)) `,` qualified(type($rhs)) `,` qualified(type($dst))";
+  let hasVerifier = 1;
+}
+
+def Trn_TensorScalarOp : Trn_Op<"tensor_scalar"> {
+  let summary = "VectorE: dst = src <op> scalar (an immediate, or one value per partition)";
+  let arguments = (ins Arg<Trn_AnyTile, "", [MemRead]>:$src, Arg<Trn_SbufTile, "", [MemWrite]>:$dst,
+                       StrAttr:$op, OptionalAttr<F32Attr>:$imm, Optional<Trn_SbufTile>:$column);
+  let assemblyFormat = "$src `,` $dst (`column` $column^)? attr-dict `:` qualified(type($src)) `,` qualified(type($dst)) (`,` qualified(type($column))^)?";
+  let hasVerifier = 1;
+}
+
+def Trn_TensorReduceOp : Trn_Op<"tensor_reduce"> {
+  let summary = "VectorE: reduce the free axes of each partition (add, maximum, minimum)";
+  let arguments = (ins Arg<Trn_AnyTile, "", [MemRead]>:$src, Arg<Trn_SbufTile, "", [MemWrite]>:$dst, StrAttr:$op);
+  let assemblyFormat = "$src `,` $dst attr-dict `:` qualified(type($src)) `,` qualified(type($dst))";
+  let hasVerifier = 1;
+}
+
+def Trn_IotaOp : Trn_Op<"iota"> {
+  let summary = "GpSimd: dst[p, f] = base + p * partition_step + f * step (row-major free index f)";
+  let arguments = (ins Arg<Trn_SbufTile, "", [MemWrite]>:$dst, I64Attr:$base, I64Attr:$partition_step,
+                       I64Attr:$step);
+  let assemblyFormat = "$dst attr-dict `:` qualified(type($dst))";
+}
+
+def Trn_SignalOp : Trn_Op<"signal"> {
+  let summary = "increment a semaphore when this engine's earlier instructions are done";
+  let description = [{
+    Engines run their instruction queues concurrently; `signal` on one engine and `wait` on
+    another order them (e.g. the DMA queue signals "tile loaded", TensorE waits for it).
+  }];
+  let arguments = (ins StrAttr:$engine, I32Attr:$semaphore);
+  let assemblyFormat = "attr-dict";
+  let hasVerifier = 1;
+}
+
+def Trn_WaitOp : Trn_Op<"wait"> {
+  let summary = "block this engine's queue until a semaphore reaches a value";
+  let arguments = (ins StrAttr:$engine, I32Attr:$semaphore, I32Attr:$value);
+  let assemblyFormat = "attr-dict";
+  let hasVerifier = 1;
+}
+
 #endif  // TRN_OPS_TD

@@ -102,3 +102,51 @@ func.func @copy_shape(%a: !trn.psum<128, [4], f32>, %b: !trn.sbuf<64, [4], f32>)
   trn.tensor_copy %a, %b : !trn.psum<128, [4], f32>, !trn.sbuf<64, [4], f32>
   return
 }
+
+// -----
+
+func.func @transpose_shape(%a: !trn.sbuf<128, [64], f32>, %t: !trn.psum<128, [64], f32>) {
+  // expected-error @+1 {{result must be [64, [128]]}}
+  trn.transpose %a, %t : !trn.sbuf<128, [64], f32>, !trn.psum<128, [64], f32>
+  return
+}
+
+// -----
+
+func.func @unknown_vector_op(%a: !trn.sbuf<128, [4], f32>) {
+  // expected-error @+1 {{unknown op 'atan2'}}
+  trn.tensor_tensor %a, %a, %a {op = "atan2"} : !trn.sbuf<128, [4], f32>, !trn.sbuf<128, [4], f32>, !trn.sbuf<128, [4], f32>
+  return
+}
+
+// -----
+
+func.func @two_scalars(%a: !trn.sbuf<128, [4], f32>, %c: !trn.sbuf<128, [1], f32>) {
+  // expected-error @+1 {{takes exactly one scalar}}
+  trn.tensor_scalar %a, %a column %c {op = "add", imm = 1.0 : f32} : !trn.sbuf<128, [4], f32>, !trn.sbuf<128, [4], f32>, !trn.sbuf<128, [1], f32>
+  return
+}
+
+// -----
+
+func.func @reduce_result(%a: !trn.sbuf<128, [4], f32>, %b: !trn.sbuf<128, [2], f32>) {
+  // expected-error @+1 {{reduces each partition to one value: the result is a [128, [1]] tile}}
+  trn.tensor_reduce %a, %b {op = "add"} : !trn.sbuf<128, [4], f32>, !trn.sbuf<128, [2], f32>
+  return
+}
+
+// -----
+
+func.func @bad_engine() {
+  // expected-error @+1 {{unknown engine 'gpu'}}
+  trn.signal {engine = "gpu", semaphore = 0 : i32}
+  return
+}
+
+// -----
+
+func.func @bad_semaphore() {
+  // expected-error @+1 {{semaphore 99 out of range 0..31}}
+  trn.wait {engine = "vector", semaphore = 99 : i32, value = 1 : i32}
+  return
+}

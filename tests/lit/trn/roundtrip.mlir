@@ -33,3 +33,25 @@ func.func @mm_bias_gelu(%a: memref<128x128xbf16>, %b: memref<128x512xbf16, strid
   trn.dma_copy %res, %out : !trn.sbuf<128, [512], f32>, memref<128x512xf32>
   return
 }
+
+// CHECK-LABEL: func.func @vector_gpsimd_sync
+func.func @vector_gpsimd_sync(%a: !trn.sbuf<128, [64], f32>, %b: !trn.sbuf<128, [64], f32>,
+                              %col: !trn.sbuf<128, [1], f32>, %t: !trn.psum<64, [128], f32>) {
+  // CHECK: trn.transpose %{{.*}}, %{{.*}} : !trn.sbuf<128, [64], f32>, !trn.psum<64, [128], f32>
+  trn.transpose %a, %t : !trn.sbuf<128, [64], f32>, !trn.psum<64, [128], f32>
+  // CHECK: trn.tensor_tensor {{.*}} {op = "maximum"}
+  trn.tensor_tensor %a, %b, %b {op = "maximum"} : !trn.sbuf<128, [64], f32>, !trn.sbuf<128, [64], f32>, !trn.sbuf<128, [64], f32>
+  // CHECK: trn.tensor_scalar {{.*}} {imm = 2.000000e+00 : f32, op = "multiply"}
+  trn.tensor_scalar %a, %b {op = "multiply", imm = 2.0 : f32} : !trn.sbuf<128, [64], f32>, !trn.sbuf<128, [64], f32>
+  // CHECK: trn.tensor_scalar %{{.*}}, %{{.*}} column %{{.*}} {op = "subtract"}
+  trn.tensor_scalar %a, %b column %col {op = "subtract"} : !trn.sbuf<128, [64], f32>, !trn.sbuf<128, [64], f32>, !trn.sbuf<128, [1], f32>
+  // CHECK: trn.tensor_reduce {{.*}} {op = "add"} : !trn.sbuf<128, [64], f32>, !trn.sbuf<128, [1], f32>
+  trn.tensor_reduce %a, %col {op = "add"} : !trn.sbuf<128, [64], f32>, !trn.sbuf<128, [1], f32>
+  // CHECK: trn.iota %{{.*}} {base = 0 : i64, partition_step = 64 : i64, step = 1 : i64}
+  trn.iota %a {base = 0, partition_step = 64, step = 1} : !trn.sbuf<128, [64], f32>
+  // CHECK: trn.signal {engine = "dma", semaphore = 3 : i32}
+  trn.signal {engine = "dma", semaphore = 3 : i32}
+  // CHECK: trn.wait {engine = "tensor", semaphore = 3 : i32, value = 1 : i32}
+  trn.wait {engine = "tensor", semaphore = 3 : i32, value = 1 : i32}
+  return
+}
