@@ -20,11 +20,19 @@
 
 namespace trn::ir {
 
-// Architecture limits the verifiers enforce (sources: docs/trn_target.md).
-inline constexpr int64_t kMaxPartitions = 128;       // SBUF/PSUM partitions
-inline constexpr int64_t kMatmulMaxStationaryFree = 128;  // M
-inline constexpr int64_t kMatmulMaxMovingFree = 512;      // N
-inline constexpr int64_t kPsumBankBytesPerPartition = 2048;  // one PSUM bank, per partition
-inline constexpr int32_t kSemaphores = 32;  // per core, as modelled (docs/trn_target.md: not public)
+// Architecture limits the verifiers enforce. Keys name the public pages in docs/trn_target.md §6.
+// These are the Trn1/Trn2 limits; Trn3 allows a wider moving tile and bf16 PSUM results
+// ([ISA] nc_matmul "Tile size"), which needs target-dependent verification (issue 6, to do).
+// [G2] "NeuronCore-v2 Compute Engines"; [MEM]: SBUF and PSUM have 128 partitions.
+inline constexpr int64_t kMaxPartitions = 128;
+// [G2] "Tile Size"; [ISA] nc_matmul: stationary free size M <= 128.
+inline constexpr int64_t kMatmulMaxStationaryFree = 128;
+// [ISA] nc_matmul "Tile size": moving free size N <= 512 (one fp32 PSUM bank) on Trn1/Trn2.
+inline constexpr int64_t kMatmulMaxMovingFree = 512;
+// [G2] "Near-memory accumulation in PSUM": 8 banks of 2 KiB per partition (16 KiB).
+inline constexpr int64_t kPsumBankBytesPerPartition = 2048;
+// Not public (docs/trn_target.md §2.5: nki.isa has no semaphore instruction; the compiler
+// inserts them). The model's own assumption.
+inline constexpr int32_t kSemaphores = 32;
 
 }  // namespace trn::ir

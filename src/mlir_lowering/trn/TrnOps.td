@@ -171,7 +171,9 @@ def Trn_SignalOp : Trn_Op<"signal"> {
   let summary = "increment a semaphore when this engine's earlier instructions are done";
   let description = [{
     Engines run their instruction queues concurrently; `signal` on one engine and `wait` on
-    another order them (e.g. the DMA queue signals "tile loaded", TensorE waits for it).
+    another order them (e.g. the DMA queue signals "tile loaded", TensorE waits for it). Not an
+    nki.isa instruction: the Neuron compiler inserts synchronisation below that API
+    (docs/trn_target.md §2.5); here it is explicit so the model can schedule engines.
   }];
   let arguments = (ins StrAttr:$engine, I32Attr:$semaphore);
   let assemblyFormat = "attr-dict";
