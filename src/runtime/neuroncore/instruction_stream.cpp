@@ -1,0 +1,251 @@
+#include "runtime/neuroncore/instruction_stream.h"
+
+#include <cstring>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_join.h"
+
+namespace trn::runtime::neuroncore {
+namespace {
+
+constexpr char kMagic[] = "TRNISTRM";  // 8 bytes, no terminator written
+
+class Writer {
+ public:
+  template <typename T>
+  void Put(T v) {
+    char b[sizeof(T)];
+    std::memcpy(b, &v, sizeof(T));  // little-endian hosts only (x86-64, aarch64)
+    out_.append(b, sizeof(T));
+  }
+  void Str(const std::string& s) {
+    Put<uint32_t>(static_cast<uint32_t>(s.size()));
+    out_ += s;
+  }
+  void Raw(const char* p, size_t n) { out_.append(p, n); }
+  std::string Take() { return std::move(out_); }
+
+ private:
+  std::string out_;
+};
+
+class Reader {
+ public:
+  explicit Reader(const std::string& b) : b_(b) {}
+  template <typename T>
+  bool Get(T* v) {
+    if (at_ + sizeof(T) > b_.size()) return false;
+    std::memcpy(v, b_.data() + at_, sizeof(T));
+    at_ += sizeof(T);
+    return true;
+  }
+  bool Str(std::string* s, size_t max) {
+    uint32_t n = 0;
+    if (!Get(&n) || n > max || at_ + n > b_.size()) return false;
+    s->assign(b_.data() + at_, n);
+    at_ += n;
+    return true;
+  }
+  bool Done() const { return at_ == b_.size(); }
+  size_t at() const { return at_; }
+
+ private:
+  const std::string& b_;
+  size_t at_ = 0;
+};
+
+absl::Status Bad(const std::string& what, size_t at) {
+  return absl::DataLossError(absl::StrCat("instruction stream: ", what, " (at byte ", at, ")"));
+}
+
+std::string AccessText(const Access& a, const InstructionStream& s) {
+  const char space = a.buffer < s.buffers.size()
+                         ? "hsp"[static_cast<int>(s.buffers[a.buffer].space)]
+                         : '?';
+  std::string dims;
+  for (size_t i = 0; i < a.sizes.size(); ++i) {
+    absl::StrAppend(&dims, i ? ", " : "", a.sizes[i], ":", a.strides[i]);
+  }
+  return absl::StrFormat("%c%u[p%u+%u%s, +%d, (%s)]", space, a.buffer, a.partition_start, a.partitions,
+                         a.partition_stride != 0 ? absl::StrCat(":", a.partition_stride) : "", a.offset, dims);
+}
+
+}  // namespace
+
+const char* EngineName(Engine e) {
+  static const char* const kNames[] = {"tensor", "vector", "scalar", "gpsimd", "dma"};
+  return kNames[static_cast<int>(e)];
+}
+
+int DTypeBytes(DType t) {
+  switch (t) {
+    case DType::kF32: case DType::kI32: return 4;
+    case DType::kBF16: case DType::kF16: return 2;
+    case DType::kI8: case DType::kU8: return 1;
+  }
+  return 0;
+}
+
+const char* DTypeName(DType t) {
+  static const char* const kNames[] = {"f32", "bf16", "f16", "i32", "i8", "u8"};
+  return kNames[static_cast<int>(t)];
+}
+
+const char* OpcodeName(Opcode op) {
+  static const char* const kNames[] = {"dma_copy", "matmul", "transpose", "activation", "tensor_tensor",
+                                       "tensor_scalar", "tensor_reduce", "tensor_copy", "iota", "memset",
+                                       "signal", "wait"};
+  return static_cast<int>(op) < static_cast<int>(Opcode::kCount) ? kNames[static_cast<int>(op)] : "?";
+}
+
+int64_t Access::FreeElements() const {
+  int64_t n = 1;
+  for (int64_t s : sizes) n *= s;
+  return n;
+}
+
+std::string Encode(const InstructionStream& s) {
+  Writer w;
+  w.Raw(kMagic, 8);
+  w.Put<uint32_t>(kStreamFormatVersion);
+  w.Str(s.target);
+  w.Put<uint32_t>(static_cast<uint32_t>(s.buffers.size()));
+  for (const Buffer& b : s.buffers) {
+    w.Put<uint8_t>(static_cast<uint8_t>(b.space));
+    w.Put<uint8_t>(static_cast<uint8_t>(b.dtype));
+    w.Put(b.partitions);
+    w.Put(b.partition_start);
+    w.Put(b.bytes_per_partition);
+    w.Put(b.offset);
+    w.Put(b.binding);
+  }
+  for (const std::vector<Instruction>& queue : s.queues) {
+    w.Put<uint32_t>(static_cast<uint32_t>(queue.size()));
+    for (const Instruction& in : queue) {
+      w.Put<uint16_t>(static_cast<uint16_t>(in.opcode));
+      w.Put(in.source_op);
+      w.Put(in.func);
+      w.Put(in.flags);
+      w.Put(in.imm);
+      w.Put(in.imm2);
+      w.Put(in.imm3);
+      w.Put(in.semaphore);
+      w.Put(in.value);
+      w.Put<uint8_t>(static_cast<uint8_t>(in.operands.size()));
+      for (const Access& a : in.operands) {
+        w.Put(a.buffer);
+        w.Put(a.partition_start);
+        w.Put(a.partitions);
+        w.Put(a.partition_stride);
+        w.Put(a.offset);
+        w.Put<uint8_t>(static_cast<uint8_t>(a.sizes.size()));
+        for (size_t i = 0; i < a.sizes.size(); ++i) {
+          w.Put(a.sizes[i]);
+          w.Put(a.strides[i]);
+        }
+      }
+    }
+  }
+  return w.Take();
+}
+
+absl::StatusOr<InstructionStream> Decode(const std::string& bytes) {
+  Reader r(bytes);
+  if (bytes.size() < 8 || std::memcmp(bytes.data(), kMagic, 8) != 0) return Bad("not an instruction stream", 0);
+  uint64_t magic;
+  r.Get(&magic);
+  uint32_t version = 0;
+  if (!r.Get(&version)) return Bad("truncated header", r.at());
+  if (version != kStreamFormatVersion) {
+    return Bad(absl::StrCat("format version ", version, ", this build reads ", kStreamFormatVersion), 8);
+  }
+  InstructionStream s;
+  if (!r.Str(&s.target, 64)) return Bad("truncated target", r.at());
+  uint32_t n = 0;
+  if (!r.Get(&n) || n > (1u << 20)) return Bad("bad buffer count", r.at());
+  s.buffers.resize(n);
+  for (Buffer& b : s.buffers) {
+    uint8_t space = 0, dtype = 0;
+    if (!r.Get(&space) || !r.Get(&dtype) || !r.Get(&b.partitions) || !r.Get(&b.partition_start) ||
+        !r.Get(&b.bytes_per_partition) || !r.Get(&b.offset) || !r.Get(&b.binding)) {
+      return Bad("truncated buffer table", r.at());
+    }
+    if (space > 2) return Bad(absl::StrCat("unknown memory space ", space), r.at());
+    if (dtype > 5) return Bad(absl::StrCat("unknown dtype ", dtype), r.at());
+    b.space = static_cast<Space>(space);
+    b.dtype = static_cast<DType>(dtype);
+  }
+  for (std::vector<Instruction>& queue : s.queues) {
+    uint32_t count = 0;
+    if (!r.Get(&count) || count > (1u << 24)) return Bad("bad instruction count", r.at());
+    queue.resize(count);
+    for (Instruction& in : queue) {
+      uint16_t op = 0;
+      uint8_t nops = 0;
+      if (!r.Get(&op) || !r.Get(&in.source_op) || !r.Get(&in.func) || !r.Get(&in.flags) || !r.Get(&in.imm) ||
+          !r.Get(&in.imm2) || !r.Get(&in.imm3) || !r.Get(&in.semaphore) || !r.Get(&in.value) || !r.Get(&nops)) {
+        return Bad("truncated instruction", r.at());
+      }
+      if (op >= static_cast<uint16_t>(Opcode::kCount)) return Bad(absl::StrCat("unknown opcode ", op), r.at());
+      in.opcode = static_cast<Opcode>(op);
+      in.operands.resize(nops);
+      for (Access& a : in.operands) {
+        uint8_t dims = 0;
+        if (!r.Get(&a.buffer) || !r.Get(&a.partition_start) || !r.Get(&a.partitions) || !r.Get(&a.partition_stride) ||
+            !r.Get(&a.offset) || !r.Get(&dims)) {
+          return Bad("truncated operand", r.at());
+        }
+        if (a.buffer >= s.buffers.size()) {
+          return Bad(absl::StrCat("operand names buffer ", a.buffer, " of ", s.buffers.size()), r.at());
+        }
+        if (dims > 4) return Bad(absl::StrCat(dims, " free dimensions (at most 4)"), r.at());
+        a.sizes.resize(dims);
+        a.strides.resize(dims);
+        for (int i = 0; i < dims; ++i) {
+          if (!r.Get(&a.sizes[i]) || !r.Get(&a.strides[i])) return Bad("truncated operand", r.at());
+        }
+      }
+    }
+  }
+  if (!r.Done()) return Bad("trailing bytes", r.at());
+  return s;
+}
+
+std::string Disassemble(const InstructionStream& s) {
+  std::string out = absl::StrFormat("; trn instruction stream v%u, target %s\n", kStreamFormatVersion, s.target);
+  for (size_t i = 0; i < s.buffers.size(); ++i) {
+    const Buffer& b = s.buffers[i];
+    if (b.space == Space::kHbm) {
+      absl::StrAppendFormat(&out, "buffer h%u: hbm %s, %u bytes, argument %d\n", i, DTypeName(b.dtype),
+                            b.bytes_per_partition, b.binding);
+    } else {
+      absl::StrAppendFormat(&out, "buffer %c%u: %s %s, partitions %u..%u, %u bytes/partition at %u\n",
+                            b.space == Space::kSbuf ? 's' : 'p', i, b.space == Space::kSbuf ? "sbuf" : "psum",
+                            DTypeName(b.dtype), b.partition_start, b.partition_start + b.partitions - 1,
+                            b.bytes_per_partition, b.offset);
+    }
+  }
+  for (int e = 0; e < kEngines; ++e) {
+    absl::StrAppendFormat(&out, "queue %s (%u instructions)\n", EngineName(static_cast<Engine>(e)), s.queues[e].size());
+    for (size_t i = 0; i < s.queues[e].size(); ++i) {
+      const Instruction& in = s.queues[e][i];
+      std::vector<std::string> ops;
+      for (const Access& a : in.operands) ops.push_back(AccessText(a, s));
+      std::string attrs;
+      if (in.opcode == Opcode::kSignal) attrs = absl::StrCat(" sem ", in.semaphore);
+      if (in.opcode == Opcode::kWait) attrs = absl::StrCat(" sem ", in.semaphore, " >= ", in.value);
+      if (in.func != 0) absl::StrAppend(&attrs, " func ", in.func);
+      if (in.flags & Instruction::kAccumulate) absl::StrAppend(&attrs, " accumulate");
+      if (in.imm != 0 || in.imm2 != 0 || in.imm3 != 0) absl::StrAppend(&attrs, " imm ", in.imm, ",", in.imm2, ",", in.imm3);
+      const std::string joined = absl::StrCat(absl::StrJoin(ops, ", "), attrs);
+      const absl::string_view body = absl::StripLeadingAsciiWhitespace(joined);
+      absl::StrAppendFormat(&out, "  %4u  %-13s %s  ; op %u\n", i, OpcodeName(in.opcode), body, in.source_op);
+    }
+  }
+  return out;
+}
+
+}  // namespace trn::runtime::neuroncore
