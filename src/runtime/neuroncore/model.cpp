@@ -1,0 +1,412 @@
+#include "runtime/neuroncore/model.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+
+namespace trn::runtime::neuroncore {
+namespace {
+
+float Bf16ToF32(uint16_t v) {
+  const uint32_t bits = static_cast<uint32_t>(v) << 16;
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+
+uint16_t F32ToBf16(float f) {  // round to nearest even; NaN stays NaN
+  uint32_t bits;
+  std::memcpy(&bits, &f, 4);
+  if ((bits & 0x7fffffff) > 0x7f800000) return static_cast<uint16_t>((bits >> 16) | 0x40);
+  bits += 0x7fff + ((bits >> 16) & 1);
+  return static_cast<uint16_t>(bits >> 16);
+}
+
+float Load(const uint8_t* p, DType t) {
+  switch (t) {
+    case DType::kF32: { float v; std::memcpy(&v, p, 4); return v; }
+    case DType::kBF16: { uint16_t v; std::memcpy(&v, p, 2); return Bf16ToF32(v); }
+    case DType::kF16: { _Float16 v; std::memcpy(&v, p, 2); return static_cast<float>(v); }
+    case DType::kI32: { int32_t v; std::memcpy(&v, p, 4); return static_cast<float>(v); }
+    case DType::kI8: return static_cast<float>(static_cast<int8_t>(*p));
+    case DType::kU8: return static_cast<float>(*p);
+  }
+  return 0;
+}
+
+void Store(uint8_t* p, DType t, float v) {
+  switch (t) {
+    case DType::kF32: std::memcpy(p, &v, 4); return;
+    case DType::kBF16: { uint16_t b = F32ToBf16(v); std::memcpy(p, &b, 2); return; }
+    case DType::kF16: { _Float16 h = static_cast<_Float16>(v); std::memcpy(p, &h, 2); return; }
+    case DType::kI32: { int32_t i = static_cast<int32_t>(std::nearbyint(v)); std::memcpy(p, &i, 4); return; }
+    case DType::kI8: *p = static_cast<uint8_t>(static_cast<int8_t>(std::nearbyint(v))); return;
+    case DType::kU8: *p = static_cast<uint8_t>(std::nearbyint(v)); return;
+  }
+}
+
+// Resolves (partition, free index) of an access to a byte address.
+class View {
+ public:
+  View(uint8_t* base, int64_t row_bytes, int64_t limit, const Buffer& b, const Access& a)
+      : base_(base), row_bytes_(row_bytes), limit_(limit), buffer_(b), access_(a), esize_(DTypeBytes(b.dtype)) {}
+  int64_t partitions() const { return access_.partitions; }
+  int64_t free() const { return access_.FreeElements(); }
+  DType dtype() const { return buffer_.dtype; }
+  bool hbm() const { return buffer_.space == Space::kHbm; }
+  // nullptr when out of bounds.
+  uint8_t* At(int64_t p, int64_t f) const {
+    int64_t e = access_.offset;
+    for (int i = static_cast<int>(access_.sizes.size()) - 1; i >= 0; --i) {
+      e += (f % access_.sizes[i]) * access_.strides[i];
+      f /= access_.sizes[i];
+    }
+    if (hbm()) {
+      e += p * access_.partition_stride;
+      const int64_t byte = e * esize_;
+      return byte < 0 || byte + esize_ > limit_ ? nullptr : base_ + byte;
+    }
+    const int64_t row = buffer_.partition_start + access_.partition_start + p;
+    const int64_t byte = static_cast<int64_t>(buffer_.offset) + e * esize_;
+    if (e < 0 || e * esize_ + esize_ > static_cast<int64_t>(buffer_.bytes_per_partition) ||
+        access_.partition_start + p >= buffer_.partitions) {
+      return nullptr;
+    }
+    return base_ + row * row_bytes_ + byte;
+  }
+  float Get(int64_t p, int64_t f) const { return Load(At(p, f), buffer_.dtype); }
+  void Set(int64_t p, int64_t f, float v) const { Store(At(p, f), buffer_.dtype, v); }
+  // Every element inside the buffer (checked once per instruction, so Get/Set need not).
+  bool InBounds() const {
+    const int64_t n = free();
+    for (int64_t p = 0; p < partitions(); ++p) {
+      for (int64_t f : {int64_t{0}, n - 1}) {
+        if (At(p, f) == nullptr) return false;
+      }
+      // Strides may be negative or zero: check every element of small accesses, corners of big.
+      if (n <= 4096) {
+        for (int64_t f = 0; f < n; ++f) {
+          if (At(p, f) == nullptr) return false;
+        }
+      }
+    }
+    return true;
+  }
+
+ private:
+  uint8_t* base_;
+  int64_t row_bytes_;
+  int64_t limit_;
+  const Buffer& buffer_;
+  const Access& access_;
+  int esize_;
+};
+
+float Activation(uint32_t func, float x) {
+  switch (func) {  // the table of trn::ir::ActivationOp::kFunctions, in order
+    case 0: return x;
+    case 1: return std::exp(x);
+    case 2: return std::log(x);
+    case 3: return std::tanh(x);
+    case 4: return 0.5f * x * (1.0f + std::erf(x * 0.70710678f));
+    case 5: return 0.5f * x * (1.0f + std::tanh(0.7978845608f * (x + 0.044715f * x * x * x)));
+    case 6: return 1.0f / (1.0f + std::exp(-x));
+    case 7: return x > 0 ? x : 0.0f;
+    case 8: return x / (1.0f + std::exp(-x));
+    case 9: return 1.0f / std::sqrt(x);
+    case 10: return std::sqrt(x);
+    case 11: return x * x;
+    case 12: return 1.0f / x;
+  }
+  return std::nanf("");
+}
+
+float Alu(uint32_t op, float a, float b) {
+  switch (op) {  // trn::ir tensor_tensor's table, in order
+    case 0: return a + b;
+    case 1: return a - b;
+    case 2: return a * b;
+    case 3: return a / b;
+    case 4: return std::isnan(a) || std::isnan(b) ? std::nanf("") : std::max(a, b);
+    case 5: return std::isnan(a) || std::isnan(b) ? std::nanf("") : std::min(a, b);
+    case 6: return std::pow(a, b);
+    case 7: return a == b;
+    case 8: return a != b;
+    case 9: return a >= b;
+    case 10: return a > b;
+    case 11: return a <= b;
+    case 12: return a < b;
+    case 13: return (a != 0) && (b != 0);
+    case 14: return (a != 0) || (b != 0);
+  }
+  return std::nanf("");
+}
+
+class Core {
+ public:
+  Core(const InstructionStream& s, const TargetSpec& t, const std::vector<HostBinding>& bindings)
+      : s_(s), t_(t), bindings_(bindings),
+        sbuf_(static_cast<size_t>(t.partitions * t.sbuf_bytes_per_partition)),
+        psum_(static_cast<size_t>(t.partitions * t.psum_bytes_per_partition)) {}
+
+  absl::Status CheckBuffers() const {
+    for (size_t i = 0; i < s_.buffers.size(); ++i) {
+      const Buffer& b = s_.buffers[i];
+      if (b.space == Space::kHbm) {
+        if (b.binding < 0 || static_cast<size_t>(b.binding) >= bindings_.size() ||
+            bindings_[b.binding].data == nullptr) {
+          return absl::InvalidArgumentError(absl::StrCat("buffer ", i, " is bound to argument ", b.binding,
+                                                         ", which was not given"));
+        }
+        continue;
+      }
+      const int64_t cap = b.space == Space::kSbuf ? t_.sbuf_bytes_per_partition : t_.psum_bytes_per_partition;
+      if (b.partition_start + b.partitions > static_cast<uint32_t>(t_.partitions) ||
+          b.offset + b.bytes_per_partition > static_cast<uint64_t>(cap)) {
+        return absl::InvalidArgumentError(absl::StrCat("buffer ", i, " does not fit ",
+                                                       b.space == Space::kSbuf ? "SBUF" : "PSUM", " of ", t_.name));
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  View ViewOf(const Access& a) {
+    const Buffer& b = s_.buffers[a.buffer];
+    switch (b.space) {
+      case Space::kHbm:
+        return View(static_cast<uint8_t*>(bindings_[b.binding].data), 0, bindings_[b.binding].bytes, b, a);
+      case Space::kSbuf:
+        return View(sbuf_.data(), t_.sbuf_bytes_per_partition, 0, b, a);
+      case Space::kPsum:
+        return View(psum_.data(), t_.psum_bytes_per_partition, 0, b, a);
+    }
+    return View(nullptr, 0, 0, b, a);
+  }
+
+  // Executes `in` (functionally); returns its modeled duration in ns.
+  absl::StatusOr<double> Execute(Engine engine, const Instruction& in, RunReport* report) {
+    auto need = [&](size_t n) -> absl::Status {
+      if (in.operands.size() != n) {
+        return absl::InvalidArgumentError(absl::StrCat(OpcodeName(in.opcode), " takes ", n, " operands, got ",
+                                                       in.operands.size()));
+      }
+      return absl::OkStatus();
+    };
+    std::vector<View> v;
+    for (const Access& a : in.operands) {
+      v.push_back(ViewOf(a));
+      if (!v.back().InBounds()) {
+        return absl::InvalidArgumentError(absl::StrCat("operand ", v.size() - 1, " of ", OpcodeName(in.opcode),
+                                                       " reaches outside buffer ", a.buffer));
+      }
+    }
+    const double ghz = engine == Engine::kTensor   ? t_.tensor_ghz
+                       : engine == Engine::kVector ? t_.vector_ghz
+                       : engine == Engine::kScalar ? t_.scalar_ghz
+                                                   : t_.gpsimd_ghz;
+    auto cycles = [&](double c) { return c / ghz; };
+    const double min_ii = t_.min_ii_cycles;
+    switch (in.opcode) {
+      case Opcode::kDmaCopy: {
+        if (auto st = need(2); !st.ok()) return st;
+        const View &src = v[0], &dst = v[1];
+        if (src.partitions() * src.free() != dst.partitions() * dst.free()) {
+          return absl::InvalidArgumentError("dma_copy: source and destination sizes differ");
+        }
+        const int64_t sf = src.free(), df = dst.free();
+        for (int64_t i = 0; i < src.partitions() * sf; ++i) {
+          dst.Set(i / df, i % df, src.Get(i / sf, i % sf));  // casts through fp32, as [ISA] dma_copy
+        }
+        const int64_t bytes = dst.partitions() * df * DTypeBytes(dst.dtype());
+        report->dma_bytes += bytes;
+        const int engines = static_cast<int>(std::min<int64_t>(t_.dma_engines, std::max(src.partitions(), dst.partitions())));
+        return t_.dma_fixed_ns + static_cast<double>(bytes) / (t_.dma_bytes_per_ns_per_engine * engines);
+      }
+      case Opcode::kMatmul: {
+        if (auto st = need(3); !st.ok()) return st;
+        const View &s = v[0], &m = v[1], &d = v[2];
+        const int64_t k = s.partitions(), cols = s.free(), n = m.free();
+        if (m.partitions() != k || d.partitions() != cols || d.free() != n) {
+          return absl::InvalidArgumentError("matmul: shapes do not agree ([K,M] x [K,N] -> [M,N])");
+        }
+        const bool acc = in.flags & Instruction::kAccumulate;
+        for (int64_t i = 0; i < cols; ++i) {
+          for (int64_t j = 0; j < n; ++j) {
+            float sum = acc ? d.Get(i, j) : 0.0f;
+            for (int64_t p = 0; p < k; ++p) sum += s.Get(p, i) * m.Get(p, j);
+            d.Set(i, j, sum);
+          }
+        }
+        report->matmul_flops += 2 * k * cols * n;
+        const bool fp32 = s.dtype() == DType::kF32 || m.dtype() == DType::kF32;
+        return cycles((fp32 ? 4.0 : 1.0) * std::max<double>(std::min<int64_t>(64, cols), n));  // [COST] nc_matmul
+      }
+      case Opcode::kTranspose: {
+        if (auto st = need(2); !st.ok()) return st;
+        const View &s = v[0], &d = v[1];
+        if (d.partitions() != s.free() || d.free() != s.partitions()) {
+          return absl::InvalidArgumentError("transpose: result must be [F, P]");
+        }
+        for (int64_t p = 0; p < s.partitions(); ++p) {
+          for (int64_t f = 0; f < s.free(); ++f) d.Set(f, p, s.Get(p, f));
+        }
+        return cycles(std::max<double>(s.partitions(), std::min<int64_t>(64, s.free())));  // [COST] nc_transpose
+      }
+      case Opcode::kActivation:
+      case Opcode::kTensorCopy:
+      case Opcode::kTensorScalar: {
+        const bool column = in.operands.size() == 3;
+        if (!column) {
+          if (auto st = need(2); !st.ok()) return st;
+        }
+        const View& s = v[0];
+        const View& d = v.back();
+        if (s.partitions() != d.partitions() || s.free() != d.free()) {
+          return absl::InvalidArgumentError(absl::StrCat(OpcodeName(in.opcode), ": tiles differ in shape"));
+        }
+        for (int64_t p = 0; p < s.partitions(); ++p) {
+          const float c = column ? v[1].Get(p, 0) : 0.0f;
+          for (int64_t f = 0; f < s.free(); ++f) {
+            const float x = s.Get(p, f);
+            float y = x;
+            if (in.opcode == Opcode::kActivation) {
+              y = Activation(in.func, x * static_cast<float>(in.imm) + c);
+            } else if (in.opcode == Opcode::kTensorScalar) {
+              y = Alu(in.func, x, column ? c : static_cast<float>(in.imm));
+            }
+            d.Set(p, f, y);
+          }
+        }
+        return cycles(std::max<double>(min_ii, static_cast<double>(s.free())));  // [COST]
+      }
+      case Opcode::kTensorTensor: {
+        if (auto st = need(3); !st.ok()) return st;
+        const View &a = v[0], &b = v[1], &d = v[2];
+        if (a.partitions() != d.partitions() || b.partitions() != d.partitions() || a.free() != d.free() ||
+            b.free() != d.free()) {
+          return absl::InvalidArgumentError("tensor_tensor: tiles differ in shape");
+        }
+        for (int64_t p = 0; p < d.partitions(); ++p) {
+          for (int64_t f = 0; f < d.free(); ++f) d.Set(p, f, Alu(in.func, a.Get(p, f), b.Get(p, f)));
+        }
+        const bool fast = s_.buffers[in.operands[0].buffer].space == Space::kPsum ||
+                          s_.buffers[in.operands[1].buffer].space == Space::kPsum ||
+                          (a.dtype() == DType::kBF16 && b.dtype() == DType::kBF16 && d.dtype() == DType::kBF16 &&
+                           in.func <= 2);
+        return cycles(std::max<double>(min_ii, (fast ? 1.0 : 2.0) * static_cast<double>(d.free())));  // [COST]
+      }
+      case Opcode::kTensorReduce: {
+        if (auto st = need(2); !st.ok()) return st;
+        const View &s = v[0], &d = v[1];
+        if (d.partitions() != s.partitions() || d.free() != 1) {
+          return absl::InvalidArgumentError("tensor_reduce: result must be [P, 1]");
+        }
+        const uint32_t alu = in.func == 0 ? 0 : in.func == 1 ? 4 : 5;  // add, maximum, minimum
+        for (int64_t p = 0; p < s.partitions(); ++p) {
+          float acc = s.Get(p, 0);
+          for (int64_t f = 1; f < s.free(); ++f) acc = Alu(alu, acc, s.Get(p, f));
+          d.Set(p, 0, acc);
+        }
+        const bool half = s.dtype() == DType::kBF16 && d.dtype() == DType::kBF16 && in.func <= 1;
+        return cycles((half ? 0.5 : 1.0) * static_cast<double>(s.free()));  // [COST] tensor_reduce
+      }
+      case Opcode::kIota:
+      case Opcode::kMemset: {
+        if (auto st = need(1); !st.ok()) return st;
+        const View& d = v[0];
+        for (int64_t p = 0; p < d.partitions(); ++p) {
+          for (int64_t f = 0; f < d.free(); ++f) {
+            d.Set(p, f, static_cast<float>(in.opcode == Opcode::kMemset ? in.imm : in.imm + p * in.imm2 + f * in.imm3));
+          }
+        }
+        return in.opcode == Opcode::kIota ? cycles(150.0 + static_cast<double>(d.free()))  // [COST] iota
+                                          : cycles(std::max<double>(min_ii, static_cast<double>(d.free())));
+      }
+      case Opcode::kSignal:
+      case Opcode::kWait:
+      case Opcode::kCount:
+        break;
+    }
+    return 0.0;
+  }
+
+ private:
+  const InstructionStream& s_;
+  const TargetSpec& t_;
+  const std::vector<HostBinding>& bindings_;
+  std::vector<uint8_t> sbuf_;
+  std::vector<uint8_t> psum_;
+};
+
+std::string Where(int engine, size_t index, const Instruction& in) {
+  return absl::StrCat(EngineName(static_cast<Engine>(engine)), " instruction ", index, " (",
+                      OpcodeName(in.opcode), ", from op ", in.source_op, ")");
+}
+
+}  // namespace
+
+absl::StatusOr<RunReport> Run(const InstructionStream& stream, const TargetSpec& target,
+                              const std::vector<HostBinding>& bindings) {
+  Core core(stream, target, bindings);
+  if (absl::Status st = core.CheckBuffers(); !st.ok()) return st;
+  RunReport report;
+  std::array<size_t, kEngines> pc{};
+  std::array<double, kEngines> now{};
+  // Completion times of each semaphore's signals, sorted: a wait for `value` may start when the
+  // value-th signal has happened.
+  std::vector<std::vector<double>> signals(static_cast<size_t>(target.semaphores));
+  while (true) {
+    int best = -1;
+    double best_start = 0;
+    for (int e = 0; e < kEngines; ++e) {
+      if (pc[e] >= stream.queues[e].size()) continue;
+      const Instruction& in = stream.queues[e][pc[e]];
+      double start = now[e];
+      if (in.opcode == Opcode::kWait) {
+        if (in.semaphore >= signals.size()) {
+          return absl::InvalidArgumentError(absl::StrCat(Where(e, pc[e], in), ": no semaphore ", in.semaphore));
+        }
+        const std::vector<double>& sig = signals[in.semaphore];
+        if (sig.size() < in.value) continue;  // not yet satisfiable
+        if (in.value > 0) start = std::max(start, sig[in.value - 1]);
+      }
+      if (best < 0 || start < best_start) {
+        best = e;
+        best_start = start;
+      }
+    }
+    if (best < 0) break;
+    const Instruction& in = stream.queues[best][pc[best]];
+    if (in.opcode == Opcode::kSignal) {
+      if (in.semaphore >= signals.size()) {
+        return absl::InvalidArgumentError(absl::StrCat(Where(best, pc[best], in), ": no semaphore ", in.semaphore));
+      }
+      std::vector<double>& sig = signals[in.semaphore];
+      sig.insert(std::upper_bound(sig.begin(), sig.end(), best_start), best_start);
+    }
+    absl::StatusOr<double> ns = core.Execute(static_cast<Engine>(best), in, &report);
+    if (!ns.ok()) {
+      return absl::Status(ns.status().code(), absl::StrCat(Where(best, pc[best], in), ": ", ns.status().message()));
+    }
+    now[best] = best_start + *ns;
+    report.engines[best].busy_ns += *ns;
+    ++report.engines[best].instructions;
+    ++pc[best];
+  }
+  for (int e = 0; e < kEngines; ++e) {
+    if (pc[e] < stream.queues[e].size()) {
+      const Instruction& in = stream.queues[e][pc[e]];
+      return absl::FailedPreconditionError(absl::StrCat(
+          "deadlock: ", Where(e, pc[e], in), " waits for semaphore ", in.semaphore, " to reach ", in.value,
+          " but only ", in.semaphore < signals.size() ? signals[in.semaphore].size() : 0, " signals can happen"));
+    }
+    report.modeled_ns = std::max(report.modeled_ns, now[e]);
+  }
+  return report;
+}
+
+}  // namespace trn::runtime::neuroncore

@@ -1,0 +1,215 @@
+// The NeuronCore model: functional results as the engines compute them (bf16 inputs, fp32
+// accumulation, round-to-nearest-even stores), modeled time from the public cost formulas
+// (docs/trn_target.md §2.3/2.4), engines in parallel ordered only by semaphores, and errors for
+// deadlocks and out-of-range accesses.
+#include "runtime/neuroncore/model.h"
+
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include <catch2/catch.hpp>
+
+namespace nc = trn::runtime::neuroncore;
+
+namespace {
+
+uint16_t ToBf16(float f) {  // reference rounding (nearest even), written independently
+  uint32_t b;
+  std::memcpy(&b, &f, 4);
+  const uint32_t lsb = (b >> 16) & 1;
+  return static_cast<uint16_t>((b + 0x7fff + lsb) >> 16);
+}
+float FromBf16(uint16_t h) {
+  uint32_t b = static_cast<uint32_t>(h) << 16;
+  float f;
+  std::memcpy(&f, &b, 4);
+  return f;
+}
+
+nc::Access Rows(uint32_t buffer, uint32_t partitions, int64_t free, int64_t partition_stride = 0) {
+  nc::Access a;
+  a.buffer = buffer;
+  a.partitions = partitions;
+  a.partition_stride = partition_stride;
+  a.sizes = {free};
+  a.strides = {1};
+  return a;
+}
+
+nc::Instruction Instr(nc::Opcode op, std::vector<nc::Access> operands, uint32_t source_op = 0) {
+  nc::Instruction in;
+  in.opcode = op;
+  in.operands = std::move(operands);
+  in.source_op = source_op;
+  return in;
+}
+
+nc::Instruction Sync(nc::Opcode op, uint32_t sem, uint32_t value = 0) {
+  nc::Instruction in;
+  in.opcode = op;
+  in.semaphore = sem;
+  in.value = value;
+  return in;
+}
+
+std::vector<nc::Instruction>& Q(nc::InstructionStream& s, nc::Engine e) { return s.queues[static_cast<int>(e)]; }
+
+const nc::TargetSpec kTrn2 = *nc::TargetByName("trn2");
+
+}  // namespace
+
+TEST_CASE("a bf16 matmul pipeline computes what TensorE computes", "[model]") {
+  const int K = 128, M = 64, N = 256;
+  std::vector<uint16_t> a(K * M), b(K * N);
+  std::vector<float> out(M * N, -1.0f);
+  for (int i = 0; i < K * M; ++i) a[i] = ToBf16(std::sin(0.37f * i));
+  for (int i = 0; i < K * N; ++i) b[i] = ToBf16(std::cos(0.11f * i));
+  nc::InstructionStream s;
+  s.buffers = {
+      {nc::Space::kHbm, nc::DType::kBF16, 0, 0, static_cast<uint64_t>(2 * K * M), 0, 0},   // 0: A [K, M]
+      {nc::Space::kHbm, nc::DType::kBF16, 0, 0, static_cast<uint64_t>(2 * K * N), 0, 1},   // 1: B [K, N]
+      {nc::Space::kHbm, nc::DType::kF32, 0, 0, static_cast<uint64_t>(4 * M * N), 0, 2},    // 2: out [M, N]
+      {nc::Space::kSbuf, nc::DType::kBF16, K, 0, 2 * M, 0, -1},                            // 3: stationary
+      {nc::Space::kSbuf, nc::DType::kBF16, K, 0, 2 * N, 1024, -1},                         // 4: moving
+      {nc::Space::kPsum, nc::DType::kF32, M, 0, 4 * N, 0, -1},                             // 5: accumulator
+      {nc::Space::kSbuf, nc::DType::kF32, M, 0, 4 * N, 4096, -1},                          // 6: result
+  };
+  Q(s, nc::Engine::kDma) = {Instr(nc::Opcode::kDmaCopy, {Rows(0, K, M, M), Rows(3, K, M)}, 1),
+                            Instr(nc::Opcode::kDmaCopy, {Rows(1, K, N, N), Rows(4, K, N)}, 2),
+                            Sync(nc::Opcode::kSignal, 0), Sync(nc::Opcode::kWait, 2, 1),
+                            Instr(nc::Opcode::kDmaCopy, {Rows(6, M, N), Rows(2, M, N, N)}, 5)};
+  Q(s, nc::Engine::kTensor) = {Sync(nc::Opcode::kWait, 0, 1),
+                               Instr(nc::Opcode::kMatmul, {Rows(3, K, M), Rows(4, K, N), Rows(5, M, N)}, 3),
+                               Sync(nc::Opcode::kSignal, 1)};
+  Q(s, nc::Engine::kVector) = {Sync(nc::Opcode::kWait, 1, 1),
+                               Instr(nc::Opcode::kTensorCopy, {Rows(5, M, N), Rows(6, M, N)}, 4),
+                               Sync(nc::Opcode::kSignal, 2)};
+  absl::StatusOr<nc::RunReport> r =
+      nc::Run(s, kTrn2, {{a.data(), 2 * K * M}, {b.data(), 2 * K * N}, {out.data(), 4 * M * N}});
+  REQUIRE(r.ok());
+  for (int m = 0; m < M; ++m) {
+    for (int n = 0; n < N; ++n) {
+      float want = 0;
+      for (int k = 0; k < K; ++k) want += FromBf16(a[k * M + m]) * FromBf16(b[k * N + n]);
+      REQUIRE(out[m * N + n] == want);  // same products, same fp32 summation order
+    }
+  }
+  CHECK(r->matmul_flops == 2LL * K * M * N);
+  CHECK(r->dma_bytes == 2 * K * M + 2 * K * N + 4 * M * N);
+  // TensorE: max(min(64, M), N) cycles at 2.4 GHz ([COST] nc_matmul, [G3]).
+  CHECK(r->engines[0].busy_ns == Approx(N / 2.4));
+  // The stages are chained by semaphores: the run is at least their sum.
+  double chain = 0;
+  for (const auto& e : r->engines) chain += e.busy_ns;
+  CHECK(r->modeled_ns >= chain - 1e-9);
+}
+
+TEST_CASE("modeled time scales with the work and DMA is charged by bytes", "[model]") {
+  auto matmul_ns = [](int n, nc::DType dt) {
+    nc::InstructionStream s;
+    s.buffers = {{nc::Space::kSbuf, dt, 128, 0, 4 * 128, 0, -1},
+                 {nc::Space::kSbuf, dt, 128, 0, static_cast<uint64_t>(4 * n), 8192, -1},
+                 {nc::Space::kPsum, nc::DType::kF32, 128, 0, static_cast<uint64_t>(4 * n), 0, -1}};
+    Q(s, nc::Engine::kTensor) = {Instr(nc::Opcode::kMatmul, {Rows(0, 128, 128), Rows(1, 128, n), Rows(2, 128, n)})};
+    return nc::Run(s, kTrn2, {})->modeled_ns;
+  };
+  CHECK(matmul_ns(512, nc::DType::kBF16) == Approx(2 * matmul_ns(256, nc::DType::kBF16)));
+  CHECK(matmul_ns(256, nc::DType::kF32) == Approx(4 * matmul_ns(256, nc::DType::kBF16)));  // fp32 at 1/4 rate
+  // 128x128x512 bf16 in 512 cycles at 2.4 GHz = 78.6 TFLOPS, the page's 79 ([G3]).
+  const double tflops = 2.0 * 128 * 128 * 512 / matmul_ns(512, nc::DType::kBF16) / 1e3;
+  CHECK(tflops == Approx(78.6).epsilon(0.01));
+
+  auto dma_ns = [](uint32_t partitions, int64_t free) {
+    std::vector<float> host(static_cast<size_t>(partitions * free));
+    nc::InstructionStream s;
+    s.buffers = {{nc::Space::kHbm, nc::DType::kF32, 0, 0, host.size() * 4, 0, 0},
+                 {nc::Space::kSbuf, nc::DType::kF32, partitions, 0, static_cast<uint64_t>(4 * free), 0, -1}};
+    Q(s, nc::Engine::kDma) = {Instr(nc::Opcode::kDmaCopy, {Rows(0, partitions, free, free), Rows(1, partitions, free)})};
+    return nc::Run(s, kTrn2, {{host.data(), static_cast<int64_t>(host.size() * 4)}})->modeled_ns;
+  };
+  // 32 KiB on one engine: [DMA] "Example 1" profiled 1416 ns on Trn2.
+  CHECK(dma_ns(1, 8192) == Approx(1416).epsilon(0.02));
+  CHECK(dma_ns(1, 16384) == Approx(2 * dma_ns(1, 8192)));
+  CHECK(dma_ns(16, 8192) == Approx(dma_ns(1, 8192)));  // 16 partitions over 16 engines
+}
+
+TEST_CASE("engines overlap unless a semaphore orders them", "[model]") {
+  nc::InstructionStream s;
+  s.buffers = {{nc::Space::kSbuf, nc::DType::kF32, 128, 0, 4 * 1024, 0, -1},
+               {nc::Space::kSbuf, nc::DType::kF32, 128, 0, 4 * 1024, 8192, -1}};
+  Q(s, nc::Engine::kVector) = {Instr(nc::Opcode::kMemset, {Rows(0, 128, 1024)})};
+  Q(s, nc::Engine::kGpSimd) = {Instr(nc::Opcode::kMemset, {Rows(1, 128, 1024)})};
+  const nc::RunReport parallel = *nc::Run(s, kTrn2, {});
+  const double vec = parallel.engines[static_cast<int>(nc::Engine::kVector)].busy_ns;
+  const double gps = parallel.engines[static_cast<int>(nc::Engine::kGpSimd)].busy_ns;
+  CHECK(parallel.modeled_ns == Approx(std::max(vec, gps)));
+  Q(s, nc::Engine::kVector).push_back(Sync(nc::Opcode::kSignal, 4));
+  Q(s, nc::Engine::kGpSimd).insert(Q(s, nc::Engine::kGpSimd).begin(), Sync(nc::Opcode::kWait, 4, 1));
+  const nc::RunReport ordered = *nc::Run(s, kTrn2, {});
+  CHECK(ordered.modeled_ns == Approx(vec + gps));
+}
+
+TEST_CASE("vector, scalar and gpsimd instructions compute their functions", "[model]") {
+  nc::InstructionStream s;
+  s.buffers = {{nc::Space::kSbuf, nc::DType::kF32, 4, 0, 4 * 8, 0, -1},
+               {nc::Space::kSbuf, nc::DType::kF32, 4, 0, 4 * 8, 64, -1},
+               {nc::Space::kSbuf, nc::DType::kF32, 4, 0, 4, 128, -1},
+               {nc::Space::kSbuf, nc::DType::kBF16, 4, 0, 2 * 8, 256, -1},
+               {nc::Space::kHbm, nc::DType::kF32, 0, 0, 4 * 4 * 8 * 2 + 4 * 4 + 4 * 8 * 4, 0, 0}};
+  nc::Instruction iota = Instr(nc::Opcode::kIota, {Rows(0, 4, 8)});
+  iota.imm = -2;    // base
+  iota.imm2 = 8;    // per partition
+  iota.imm3 = 0.5;  // per free element
+  nc::Instruction gelu = Instr(nc::Opcode::kActivation, {Rows(0, 4, 8), Rows(1, 4, 8)});
+  gelu.func = 4;  // gelu
+  gelu.imm = 1;   // scale
+  nc::Instruction sum = Instr(nc::Opcode::kTensorReduce, {Rows(0, 4, 8), Rows(2, 4, 1)});
+  nc::Instruction half = Instr(nc::Opcode::kMemset, {Rows(3, 4, 8)});
+  half.imm = 1.0 + std::ldexp(1.0, -8);  // a tie between two bf16 values: rounds to even (1.0)
+  nc::Access out_a = Rows(4, 4, 8, 8), out_b = Rows(4, 4, 8, 8), out_c = Rows(4, 4, 1, 1), out_d = Rows(4, 4, 8, 8);
+  out_b.offset = 32;
+  out_c.offset = 64;
+  out_d.offset = 68;
+  Q(s, nc::Engine::kGpSimd) = {iota, half, Sync(nc::Opcode::kSignal, 0)};
+  Q(s, nc::Engine::kScalar) = {Sync(nc::Opcode::kWait, 0, 1), gelu, Sync(nc::Opcode::kSignal, 1)};
+  Q(s, nc::Engine::kVector) = {Sync(nc::Opcode::kWait, 0, 1), sum, Sync(nc::Opcode::kSignal, 1)};
+  Q(s, nc::Engine::kDma) = {Sync(nc::Opcode::kWait, 1, 2), Instr(nc::Opcode::kDmaCopy, {Rows(0, 4, 8), out_a}),
+                            Instr(nc::Opcode::kDmaCopy, {Rows(1, 4, 8), out_b}),
+                            Instr(nc::Opcode::kDmaCopy, {Rows(2, 4, 1), out_c}),
+                            Instr(nc::Opcode::kDmaCopy, {Rows(3, 4, 8), out_d})};
+  std::vector<float> host(4 * 8 * 2 + 4 + 4 * 8);
+  REQUIRE(nc::Run(s, kTrn2, {{host.data(), static_cast<int64_t>(host.size() * 4)}}).ok());
+  for (int p = 0; p < 4; ++p) {
+    float row = 0;
+    for (int f = 0; f < 8; ++f) {
+      const float x = -2.0f + 8.0f * p + 0.5f * f;
+      CHECK(host[p * 8 + f] == x);
+      CHECK(host[32 + p * 8 + f] == Approx(0.5 * x * (1 + std::erf(x / std::sqrt(2.0)))).epsilon(1e-6));
+      CHECK(host[68 + p * 8 + f] == 1.0f);
+      row += x;
+    }
+    CHECK(host[64 + p] == row);
+  }
+}
+
+TEST_CASE("deadlocks and out-of-range accesses are errors naming the instruction", "[model]") {
+  nc::InstructionStream s;
+  s.buffers = {{nc::Space::kSbuf, nc::DType::kF32, 128, 0, 64, 0, -1}};
+  Q(s, nc::Engine::kTensor) = {Sync(nc::Opcode::kWait, 3, 1)};
+  absl::StatusOr<nc::RunReport> r = nc::Run(s, kTrn2, {});
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.status().code() == absl::StatusCode::kFailedPrecondition);
+  CHECK(std::string(r.status().message()).find("deadlock: tensor instruction 0 (wait") != std::string::npos);
+
+  s.queues = {};
+  Q(s, nc::Engine::kVector) = {Instr(nc::Opcode::kMemset, {Rows(0, 128, 32)}, 42)};  // 32 floats > 64 bytes
+  r = nc::Run(s, kTrn2, {});
+  REQUIRE_FALSE(r.ok());
+  CHECK(std::string(r.status().message()).find("vector instruction 0 (memset, from op 42)") != std::string::npos);
+  CHECK(std::string(r.status().message()).find("outside buffer 0") != std::string::npos);
+
+  s.buffers[0].bytes_per_partition = 300 * 1024;  // more than Trn2's 224 KiB per partition ([G3])
+  CHECK(std::string(nc::Run(s, kTrn2, {}).status().message()).find("does not fit SBUF of trn2") != std::string::npos);
+  CHECK_FALSE(nc::TargetByName("trn1").has_value());
+}
