@@ -7,10 +7,12 @@
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
 #include "mlir_lowering/host_pipeline.h"
 #include "mlir_lowering/trn/TrnDialect.h"
+#include "mlir_lowering/trn/TrnPasses.h"
 
 int main(int argc, char** argv) {
   mlir::registerAllPasses();
   trn::mlir_lowering::registerHostPipeline();
+  trn::ir::registerTrnPasses();
   mlir::DialectRegistry registry;
   mlir::registerAllDialects(registry);
   registry.insert<trn::ir::TrnDialect>();

@@ -94,7 +94,13 @@ mlir::LogicalResult DmaCopyOp::verify() {
   if (src.isa<mlir::MemRefType>() && dst.isa<mlir::MemRefType>()) {
     return emitOpError("copies to or from SBUF; HBM to HBM is not a NeuronCore DMA here");
   }
-  const Extent a = ExtentOf(src), b = ExtentOf(dst);
+  Extent a = ExtentOf(src), b = ExtentOf(dst);
+  // An HBM window (hbm_sizes: partitions, then free sizes) moves its own elements.
+  if (auto sizes = (*this)->getAttrOfType<mlir::DenseI64ArrayAttr>("hbm_sizes")) {
+    int64_t n = 1;
+    for (int64_t s : sizes.asArrayRef()) n *= s;
+    (src.isa<mlir::MemRefType>() ? a : b).elements = n;
+  }
   if (a.element != b.element) {
     return emitOpError("element types differ (") << a.element << " vs " << b.element
                                                    << "); DMA does not convert, use tensor_copy";

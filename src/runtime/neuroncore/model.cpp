@@ -80,21 +80,22 @@ class View {
   }
   float Get(int64_t p, int64_t f) const { return Load(At(p, f), buffer_.dtype); }
   void Set(int64_t p, int64_t f, float v) const { Store(At(p, f), buffer_.dtype, v); }
-  // Every element inside the buffer (checked once per instruction, so Get/Set need not).
+  // Every element inside the buffer (checked once per instruction, so Get/Set need not). The
+  // address is affine in the indices, so its extremes are at corners of the index box.
   bool InBounds() const {
-    const int64_t n = free();
-    for (int64_t p = 0; p < partitions(); ++p) {
-      for (int64_t f : {int64_t{0}, n - 1}) {
-        if (At(p, f) == nullptr) return false;
-      }
-      // Strides may be negative or zero: check every element of small accesses, corners of big.
-      if (n <= 4096) {
-        for (int64_t f = 0; f < n; ++f) {
-          if (At(p, f) == nullptr) return false;
-        }
-      }
+    if (partitions() <= 0 || free() <= 0) return true;
+    int64_t lo = access_.offset, hi = access_.offset;
+    for (size_t i = 0; i < access_.sizes.size(); ++i) {
+      const int64_t span = (access_.sizes[i] - 1) * access_.strides[i];
+      (span < 0 ? lo : hi) += span;
     }
-    return true;
+    if (hbm()) {
+      const int64_t span = (partitions() - 1) * access_.partition_stride;
+      (span < 0 ? lo : hi) += span;
+      return lo >= 0 && (hi + 1) * esize_ <= limit_;
+    }
+    return lo >= 0 && (hi + 1) * esize_ <= static_cast<int64_t>(buffer_.bytes_per_partition) &&
+           access_.partition_start + partitions() <= buffer_.partitions;
   }
 
  private:
@@ -151,13 +152,21 @@ class Core {
   Core(const InstructionStream& s, const TargetSpec& t, const std::vector<HostBinding>& bindings)
       : s_(s), t_(t), bindings_(bindings),
         sbuf_(static_cast<size_t>(t.partitions * t.sbuf_bytes_per_partition)),
-        psum_(static_cast<size_t>(t.partitions * t.psum_bytes_per_partition)) {}
+        psum_(static_cast<size_t>(t.partitions * t.psum_bytes_per_partition)), scratch_(s.buffers.size()) {
+    for (size_t i = 0; i < s.buffers.size(); ++i) {
+      // An HBM buffer bound to no argument is the group's scratch memory, fresh for each run.
+      if (s.buffers[i].space == Space::kHbm && s.buffers[i].binding < 0) {
+        scratch_[i].assign(static_cast<size_t>(s.buffers[i].bytes_per_partition), 0);
+      }
+    }
+  }
 
   absl::Status CheckBuffers() const {
     for (size_t i = 0; i < s_.buffers.size(); ++i) {
       const Buffer& b = s_.buffers[i];
       if (b.space == Space::kHbm) {
-        if (b.binding < 0 || static_cast<size_t>(b.binding) >= bindings_.size() ||
+        if (b.binding < 0) continue;  // scratch
+        if ( static_cast<size_t>(b.binding) >= bindings_.size() ||
             bindings_[b.binding].data == nullptr) {
           return absl::InvalidArgumentError(absl::StrCat("buffer ", i, " is bound to argument ", b.binding,
                                                          ", which was not given"));
@@ -178,6 +187,10 @@ class Core {
     const Buffer& b = s_.buffers[a.buffer];
     switch (b.space) {
       case Space::kHbm:
+        if (b.binding < 0) {
+          std::vector<uint8_t>& m = scratch_[a.buffer];
+          return View(m.data(), 0, static_cast<int64_t>(m.size()), b, a);
+        }
         return View(static_cast<uint8_t*>(bindings_[b.binding].data), 0, bindings_[b.binding].bytes, b, a);
       case Space::kSbuf:
         return View(sbuf_.data(), t_.sbuf_bytes_per_partition, 0, b, a);
@@ -218,7 +231,7 @@ class Core {
           return absl::InvalidArgumentError("dma_copy: source and destination sizes differ");
         }
         const int64_t sf = src.free(), df = dst.free();
-        for (int64_t i = 0; i < src.partitions() * sf; ++i) {
+        if (functional) for (int64_t i = 0; i < src.partitions() * sf; ++i) {
           dst.Set(i / df, i % df, src.Get(i / sf, i % sf));  // casts through fp32, as [ISA] dma_copy
         }
         const int64_t bytes = dst.partitions() * df * DTypeBytes(dst.dtype());
@@ -234,7 +247,7 @@ class Core {
           return absl::InvalidArgumentError("matmul: shapes do not agree ([K,M] x [K,N] -> [M,N])");
         }
         const bool acc = in.flags & Instruction::kAccumulate;
-        for (int64_t i = 0; i < cols; ++i) {
+        if (functional) for (int64_t i = 0; i < cols; ++i) {
           for (int64_t j = 0; j < n; ++j) {
             float sum = acc ? d.Get(i, j) : 0.0f;
             for (int64_t p = 0; p < k; ++p) sum += s.Get(p, i) * m.Get(p, j);
@@ -251,7 +264,7 @@ class Core {
         if (d.partitions() != s.free() || d.free() != s.partitions()) {
           return absl::InvalidArgumentError("transpose: result must be [F, P]");
         }
-        for (int64_t p = 0; p < s.partitions(); ++p) {
+        if (functional) for (int64_t p = 0; p < s.partitions(); ++p) {
           for (int64_t f = 0; f < s.free(); ++f) d.Set(f, p, s.Get(p, f));
         }
         return cycles(std::max<double>(s.partitions(), std::min<int64_t>(64, s.free())));  // [COST] nc_transpose
@@ -268,7 +281,7 @@ class Core {
         if (s.partitions() != d.partitions() || s.free() != d.free()) {
           return absl::InvalidArgumentError(absl::StrCat(OpcodeName(in.opcode), ": tiles differ in shape"));
         }
-        for (int64_t p = 0; p < s.partitions(); ++p) {
+        if (functional) for (int64_t p = 0; p < s.partitions(); ++p) {
           const float c = column ? v[1].Get(p, 0) : 0.0f;
           for (int64_t f = 0; f < s.free(); ++f) {
             const float x = s.Get(p, f);
@@ -290,7 +303,7 @@ class Core {
             b.free() != d.free()) {
           return absl::InvalidArgumentError("tensor_tensor: tiles differ in shape");
         }
-        for (int64_t p = 0; p < d.partitions(); ++p) {
+        if (functional) for (int64_t p = 0; p < d.partitions(); ++p) {
           for (int64_t f = 0; f < d.free(); ++f) d.Set(p, f, Alu(in.func, a.Get(p, f), b.Get(p, f)));
         }
         const bool fast = s_.buffers[in.operands[0].buffer].space == Space::kPsum ||
@@ -306,7 +319,7 @@ class Core {
           return absl::InvalidArgumentError("tensor_reduce: result must be [P, 1]");
         }
         const uint32_t alu = in.func == 0 ? 0 : in.func == 1 ? 4 : 5;  // add, maximum, minimum
-        for (int64_t p = 0; p < s.partitions(); ++p) {
+        if (functional) for (int64_t p = 0; p < s.partitions(); ++p) {
           float acc = s.Get(p, 0);
           for (int64_t f = 1; f < s.free(); ++f) acc = Alu(alu, acc, s.Get(p, f));
           d.Set(p, 0, acc);
@@ -318,7 +331,7 @@ class Core {
       case Opcode::kMemset: {
         if (auto st = need(1); !st.ok()) return st;
         const View& d = v[0];
-        for (int64_t p = 0; p < d.partitions(); ++p) {
+        if (functional) for (int64_t p = 0; p < d.partitions(); ++p) {
           for (int64_t f = 0; f < d.free(); ++f) {
             d.Set(p, f, static_cast<float>(in.opcode == Opcode::kMemset ? in.imm : in.imm + p * in.imm2 + f * in.imm3));
           }
@@ -340,6 +353,10 @@ class Core {
   const std::vector<HostBinding>& bindings_;
   std::vector<uint8_t> sbuf_;
   std::vector<uint8_t> psum_;
+  std::vector<std::vector<uint8_t>> scratch_;  // per buffer index: scratch HBM
+
+ public:
+  bool functional = true;
 };
 
 std::string Where(int engine, size_t index, const Instruction& in) {
@@ -351,7 +368,13 @@ std::string Where(int engine, size_t index, const Instruction& in) {
 
 absl::StatusOr<RunReport> Run(const InstructionStream& stream, const TargetSpec& target,
                               const std::vector<HostBinding>& bindings) {
+  return Run(stream, target, bindings, RunOptions{});
+}
+
+absl::StatusOr<RunReport> Run(const InstructionStream& stream, const TargetSpec& target,
+                              const std::vector<HostBinding>& bindings, const RunOptions& options) {
   Core core(stream, target, bindings);
+  core.functional = options.functional;
   if (absl::Status st = core.CheckBuffers(); !st.ok()) return st;
   RunReport report;
   std::array<size_t, kEngines> pc{};

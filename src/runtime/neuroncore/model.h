@@ -44,4 +44,12 @@ struct RunReport {
 absl::StatusOr<RunReport> Run(const InstructionStream& stream, const TargetSpec& target,
                               const std::vector<HostBinding>& bindings);
 
+struct RunOptions {
+  // false: charge time only, touching no data (benchmarks of large streams); bounds are still
+  // checked and the report is the same.
+  bool functional = true;
+};
+absl::StatusOr<RunReport> Run(const InstructionStream& stream, const TargetSpec& target,
+                              const std::vector<HostBinding>& bindings, const RunOptions& options);
+
 }  // namespace trn::runtime::neuroncore

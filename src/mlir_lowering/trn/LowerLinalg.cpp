@@ -1,0 +1,798 @@
+// trn-lower-linalg: linalg on memrefs -> trn tiles and instructions (see TrnPasses.h).
+//
+// HBM is the functions' memref arguments (and memref.alloc scratch buffers). Every HBM access
+// is a DMA window: an element offset and [partition, free...] sizes and strides, derived from
+// the memref's static strides composed with the linalg indexing map, so views (transposes,
+// broadcasts, slices) cost nothing but a different window.
+#include <algorithm>
+#include <deque>
+#include <map>
+#include <optional>
+
+#include "llvm/ADT/DenseMap.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/IR/AffineExpr.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/Pass/Pass.h"
+#include "mlir_lowering/trn/TrnDialect.h"
+#include "mlir_lowering/trn/TrnPasses.h"
+
+namespace trn::ir {
+namespace {
+
+using mlir::failure;
+using mlir::LogicalResult;
+using mlir::success;
+using mlir::Value;
+
+// Free elements per partition of one elementwise tile (fp32: 8 KiB of the 192-256 KiB).
+constexpr int64_t kMaxFreeElements = 2048;
+// Matmul operand tiles kept in SBUF for reuse across output blocks, bytes per partition.
+constexpr int64_t kMatmulCacheBytes = 96 * 1024;
+// Matmul steps whose operands are loaded ahead of the step being computed.
+constexpr int64_t kMatmulLookahead = 8;
+
+// ---- HBM windows ----
+
+// An HBM buffer: a memref function argument or a memref.alloc, with its static strides.
+struct Hbm {
+  Value memref;
+  llvm::SmallVector<int64_t> strides;  // elements
+};
+
+std::optional<Hbm> HbmOf(Value v, std::string* why) {
+  auto type = v.getType().dyn_cast<mlir::MemRefType>();
+  if (!type) {
+    *why = "not a memref";
+    return std::nullopt;
+  }
+  if (!v.isa<mlir::BlockArgument>() && !v.getDefiningOp<mlir::memref::AllocOp>()) {
+    *why = "a memref view inside the function (only arguments and allocations are HBM buffers)";
+    return std::nullopt;
+  }
+  Hbm h;
+  h.memref = v;
+  int64_t offset = 0;
+  if (mlir::failed(mlir::getStridesAndOffset(type, h.strides, offset)) ||
+      llvm::any_of(h.strides, [](int64_t s) { return mlir::ShapedType::isDynamic(s); })) {
+    *why = "dynamic strides";
+    return std::nullopt;
+  }
+  return h;
+}
+
+// A linear form of the loop indices: constant + sum coeff[d] * index[d].
+struct Linear {
+  int64_t constant = 0;
+  llvm::SmallVector<int64_t> coeff;
+};
+
+std::optional<Linear> Linearize(mlir::AffineExpr e, unsigned dims) {
+  Linear l;
+  l.coeff.assign(dims, 0);
+  if (auto c = e.dyn_cast<mlir::AffineConstantExpr>()) {
+    l.constant = c.getValue();
+    return l;
+  }
+  if (auto d = e.dyn_cast<mlir::AffineDimExpr>()) {
+    l.coeff[d.getPosition()] = 1;
+    return l;
+  }
+  auto bin = e.dyn_cast<mlir::AffineBinaryOpExpr>();
+  if (!bin) return std::nullopt;
+  auto a = Linearize(bin.getLHS(), dims), b = Linearize(bin.getRHS(), dims);
+  if (!a || !b) return std::nullopt;
+  if (e.getKind() == mlir::AffineExprKind::Add) {
+    a->constant += b->constant;
+    for (unsigned i = 0; i < dims; ++i) a->coeff[i] += b->coeff[i];
+    return a;
+  }
+  if (e.getKind() == mlir::AffineExprKind::Mul) {
+    const bool a_const = llvm::all_of(a->coeff, [](int64_t c) { return c == 0; });
+    const bool b_const = llvm::all_of(b->coeff, [](int64_t c) { return c == 0; });
+    if (!a_const && !b_const) return std::nullopt;
+    const Linear& k = a_const ? *a : *b;
+    Linear r = a_const ? *b : *a;
+    r.constant *= k.constant;
+    for (int64_t& c : r.coeff) c *= k.constant;
+    return r;
+  }
+  return std::nullopt;
+}
+
+// How one operand's elements move with the loop indices: elem = base + sum stride[d] * index[d].
+struct OperandAccess {
+  Hbm hbm;
+  int64_t base = 0;
+  llvm::SmallVector<int64_t> stride;  // per loop dimension
+};
+
+std::optional<OperandAccess> AccessOf(Value memref, mlir::AffineMap map, std::string* why) {
+  auto hbm = HbmOf(memref, why);
+  if (!hbm) return std::nullopt;
+  OperandAccess a;
+  a.hbm = *hbm;
+  a.stride.assign(map.getNumDims(), 0);
+  for (unsigned j = 0; j < map.getNumResults(); ++j) {
+    auto lin = Linearize(map.getResult(j), map.getNumDims());
+    if (!lin) {
+      *why = "a non-linear indexing map";
+      return std::nullopt;
+    }
+    a.base += hbm->strides[j] * lin->constant;
+    for (unsigned d = 0; d < map.getNumDims(); ++d) a.stride[d] += hbm->strides[j] * lin->coeff[d];
+  }
+  return a;
+}
+
+// One axis of a tile: `count` steps of loop dimension `dim`, `coeff` indices per step.
+struct Axis {
+  int dim = -1;
+  int64_t coeff = 1;
+  int64_t count = 1;
+};
+
+// A tile of the iteration space: base indices, the partition axis and up to 4 free axes.
+struct TileSpace {
+  llvm::SmallVector<int64_t> base;
+  Axis partition;
+  llvm::SmallVector<Axis> free;
+  llvm::SmallVector<int64_t> FreeShape() const {
+    llvm::SmallVector<int64_t> s;
+    for (const Axis& a : free) s.push_back(a.count);
+    if (s.empty()) s.push_back(1);
+    return s;
+  }
+};
+
+void SetWindow(mlir::Operation* dma, const OperandAccess& a, const TileSpace& t) {
+  mlir::Builder b(dma->getContext());
+  int64_t offset = a.base;
+  for (size_t d = 0; d < t.base.size(); ++d) offset += a.stride[d] * t.base[d];
+  llvm::SmallVector<int64_t> sizes{t.partition.count}, strides{t.partition.dim < 0 ? 0 : a.stride[t.partition.dim] * t.partition.coeff};
+  for (const Axis& ax : t.free) {
+    sizes.push_back(ax.count);
+    strides.push_back(a.stride[ax.dim] * ax.coeff);
+  }
+  if (t.free.empty()) {
+    sizes.push_back(1);
+    strides.push_back(1);
+  }
+  dma->setAttr(kHbmOffsetAttr, b.getI64IntegerAttr(offset));
+  dma->setAttr(kHbmSizesAttr, b.getDenseI64ArrayAttr(sizes));
+  dma->setAttr(kHbmStridesAttr, b.getDenseI64ArrayAttr(strides));
+}
+
+// ---- the lowering of one function ----
+
+class Lowerer {
+ public:
+  explicit Lowerer(mlir::func::FuncOp f) : f_(f), b_(f.getContext()) {}
+
+  LogicalResult Run() {
+    llvm::SmallVector<mlir::Operation*> ops;
+    for (mlir::Operation& op : f_.getBody().front()) ops.push_back(&op);
+    // A matmul right after a zero fill of its output overwrites PSUM instead: no fill needed.
+    for (mlir::Operation* op : ops) {
+      if (!mlir::isa<mlir::linalg::MatmulOp, mlir::linalg::BatchMatmulOp>(op)) continue;
+      auto dps = mlir::cast<mlir::DestinationStyleOpInterface>(op);
+      if (mlir::linalg::FillOp fill = ZeroFillBefore(op, dps.getDpsInitOperand(0)->get())) {
+        fresh_.insert(op);
+        skipped_.insert(fill);
+      }
+    }
+    for (mlir::Operation* op : ops) {
+      if (skipped_.count(op)) {
+        lowered_.insert(op);
+        continue;
+      }
+      if (mlir::failed(LowerOne(op))) return failure();
+    }
+    for (mlir::Operation* op : ops) {
+      if (lowered_.count(op)) op->erase();
+    }
+    return success();
+  }
+
+ private:
+  int64_t SourceOp(mlir::Operation* op) {
+    if (auto a = op->getAttrOfType<mlir::IntegerAttr>(kSourceOpAttr)) return a.getInt();
+    return 0;
+  }
+
+  LogicalResult LowerOne(mlir::Operation* op) {
+    if (mlir::isa<mlir::func::ReturnOp, mlir::memref::AllocOp, mlir::memref::DeallocOp, mlir::arith::ConstantOp>(op)) {
+      return success();
+    }
+    b_.setInsertionPoint(op);
+    loc_ = op->getLoc();
+    source_op_ = SourceOp(op);
+    LogicalResult r = failure();
+    if (auto mm = mlir::dyn_cast<mlir::linalg::MatmulOp>(op)) {
+      r = LowerMatmul(op, /*batched=*/false);
+    } else if (mlir::isa<mlir::linalg::BatchMatmulOp>(op)) {
+      r = LowerMatmul(op, /*batched=*/true);
+    } else if (auto fill = mlir::dyn_cast<mlir::linalg::FillOp>(op)) {
+      r = LowerFill(fill);
+    } else if (auto g = mlir::dyn_cast<mlir::linalg::GenericOp>(op)) {
+      r = LowerGeneric(g);
+    } else if (op->getDialect() && op->getDialect()->getNamespace() == "trn") {
+      return success();
+    } else {
+      return op->emitOpError("has no trn lowering");
+    }
+    if (mlir::succeeded(r)) lowered_.insert(op);
+    return r;
+  }
+
+  template <typename OpT, typename... Args>
+  OpT Make(Args&&... args) {
+    OpT op = b_.create<OpT>(loc_, std::forward<Args>(args)...);
+    op->setAttr(kSourceOpAttr, b_.getI64IntegerAttr(source_op_));
+    return op;
+  }
+
+  Value Sbuf(int64_t partitions, llvm::ArrayRef<int64_t> free, mlir::Type element) {
+    return Make<AllocOp>(SbufTileType::get(b_.getContext(), partitions, free, element)).getResult();
+  }
+  Value Psum(int64_t partitions, llvm::ArrayRef<int64_t> free) {
+    return Make<AllocOp>(PsumTileType::get(b_.getContext(), partitions, free, b_.getF32Type())).getResult();
+  }
+
+  Value Load(const OperandAccess& a, const TileSpace& t, mlir::Type element) {
+    Value tile = Sbuf(t.partition.count, t.FreeShape(), element);
+    auto dma = Make<DmaCopyOp>(a.hbm.memref, tile);
+    SetWindow(dma, a, t);
+    return tile;
+  }
+  void Store(Value tile, const OperandAccess& a, const TileSpace& t) {
+    auto dma = Make<DmaCopyOp>(tile, a.hbm.memref);
+    SetWindow(dma, a, t);
+  }
+
+  static mlir::Type ElementOf(Value memref) { return memref.getType().cast<mlir::MemRefType>().getElementType(); }
+  static bool Supported(mlir::Type t) {
+    return t.isF32() || t.isBF16() || t.isInteger(1) || t.isInteger(8) || t.isInteger(32);
+  }
+
+  // ---- fill ----
+  LogicalResult LowerFill(mlir::linalg::FillOp fill) {
+    Value out = fill.getDpsInitOperand(0)->get();
+    std::optional<double> value = ConstantOf(fill.getDpsInputOperand(0)->get());
+    if (!value) return fill.emitOpError("fills with a value only known at run time (no trn lowering yet)");
+    auto type = out.getType().cast<mlir::MemRefType>();
+    if (!Supported(type.getElementType())) return fill.emitOpError("element type has no trn lowering");
+    mlir::AffineMap id = mlir::AffineMap::getMultiDimIdentityMap(type.getRank(), b_.getContext());
+    std::string why;
+    auto acc = AccessOf(out, id, &why);
+    if (!acc) return fill.emitOpError(why);
+    for (const TileSpace& t : Tiles(type.getShape(), {})) {
+      Value tile = Sbuf(t.partition.count, t.FreeShape(), type.getElementType());
+      Make<MemsetOp>(tile, b_.getF64FloatAttr(*value));
+      Store(tile, *acc, t);
+    }
+    return success();
+  }
+
+  static std::optional<double> ConstantOf(Value v) {
+    auto c = v.getDefiningOp<mlir::arith::ConstantOp>();
+    if (!c) return std::nullopt;
+    if (auto f = c.getValue().dyn_cast<mlir::FloatAttr>()) return f.getValueAsDouble();
+    if (auto i = c.getValue().dyn_cast<mlir::IntegerAttr>()) {
+      return i.getType().isInteger(1) ? static_cast<double>(i.getValue().getBoolValue())
+                                      : static_cast<double>(i.getValue().getSExtValue());
+    }
+    return std::nullopt;
+  }
+
+  // Tiles of an iteration space `ranges`; `reduce` marks dimensions that must stay whole in
+  // the free axes (reductions), every other dimension may be split.
+  std::vector<TileSpace> Tiles(llvm::ArrayRef<int64_t> ranges, llvm::ArrayRef<bool> reduce) {
+    const int rank = static_cast<int>(ranges.size());
+    auto is_reduce = [&](int d) { return d < static_cast<int>(reduce.size()) && reduce[d]; };
+    std::vector<TileSpace> tiles;
+    if (rank == 0) {
+      TileSpace t;
+      t.partition = {-1, 0, 1};
+      tiles.push_back(t);
+      return tiles;
+    }
+    // The partition dimension: the parallel one with the most rows (up to 128), preferring an
+    // outer one over the innermost (which stays a contiguous free axis), then the outermost.
+    int pdim = -1;
+    auto score = [&](int d) { return std::min<int64_t>(ranges[d], kMaxPartitions) * 2 + (d == rank - 1 ? 0 : 1); };
+    for (int d = 0; d < rank; ++d) {
+      if (!is_reduce(d) && (pdim < 0 || score(d) > score(pdim))) pdim = d;
+    }
+    const bool any_reduce = llvm::any_of(reduce, [](bool r) { return r; });
+    llvm::SmallVector<Axis> axes;  // free axes, outermost first, before chunking
+    int64_t p_count = 0, p_coeff = 1, split_q = 0;
+    if (pdim < 0) {  // a full reduction: one partition
+      p_count = 1;
+    } else if (ranges[pdim] > kMaxPartitions && rank == 1) {
+      // A 1-D space: fold it into [P, Q] with P the largest divisor <= 128.
+      int64_t p = kMaxPartitions;
+      while (ranges[0] % p != 0) --p;
+      p_count = p;
+      split_q = ranges[0] / p;
+      p_coeff = split_q;
+    } else {
+      p_count = std::min<int64_t>(ranges[pdim], kMaxPartitions);
+    }
+    if (split_q > 1) axes.push_back({0, 1, split_q});
+    for (int d = 0; d < rank; ++d) {
+      if (d != pdim && ranges[d] > 1) axes.push_back({d, 1, ranges[d]});
+    }
+    // Chunk free axes (outer ones first) so a tile holds at most kMaxFreeElements per partition.
+    // In a reduction, other parallel axes are iterated one index per tile (tensor_reduce reduces
+    // every free axis); chunks of a reduction axis are combined through the output.
+    llvm::SmallVector<int64_t> chunk(axes.size());
+    int64_t inner = 1;
+    for (int i = static_cast<int>(axes.size()) - 1; i >= 0; --i) {
+      if (any_reduce && !is_reduce(axes[i].dim)) {
+        chunk[i] = 1;
+      } else if (inner * axes[i].count <= kMaxFreeElements) {
+        chunk[i] = axes[i].count;
+      } else {
+        chunk[i] = std::max<int64_t>(1, kMaxFreeElements / inner);
+      }
+      inner *= chunk[i];
+    }
+    // Enumerate: partition chunks x free-axis chunks.
+    const int64_t p_total = pdim < 0 ? 1 : (split_q > 1 ? p_count : ranges[pdim]);
+    std::vector<int64_t> pos(axes.size(), 0);
+    for (int64_t p0 = 0; p0 < p_total; p0 += p_count) {
+      std::fill(pos.begin(), pos.end(), 0);
+      while (true) {
+        TileSpace t;
+        t.base.assign(rank, 0);
+        if (pdim >= 0) {
+          t.partition = {pdim, p_coeff, std::min(p_count, p_total - p0)};
+          t.base[pdim] += p0 * p_coeff;
+        } else {
+          t.partition = {-1, 0, 1};
+        }
+        for (size_t i = 0; i < axes.size(); ++i) {
+          t.base[axes[i].dim] += pos[i] * axes[i].coeff;
+          const int64_t n = std::min(chunk[i], axes[i].count - pos[i]);
+          if (n > 1) t.free.push_back({axes[i].dim, axes[i].coeff, n});
+        }
+        tiles.push_back(t);
+        int i = static_cast<int>(axes.size()) - 1;
+        for (; i >= 0; --i) {
+          pos[i] += chunk[i];
+          if (pos[i] < axes[i].count) break;
+          pos[i] = 0;
+        }
+        if (i < 0) break;
+      }
+    }
+    return tiles;
+  }
+
+  // ---- elementwise and reducing generics ----
+
+  // A body value on a tile: a tile or a compile-time constant.
+  struct Val {
+    Value tile;
+    std::optional<double> constant;
+  };
+
+  LogicalResult LowerGeneric(mlir::linalg::GenericOp g) {
+    if (!g.hasBufferSemantics()) return g.emitOpError("must be bufferized before trn-lower-linalg");
+    llvm::SmallVector<int64_t> ranges = g.getStaticLoopRanges();
+    if (llvm::any_of(ranges, [](int64_t r) { return mlir::ShapedType::isDynamic(r); })) {
+      return g.emitOpError("has dynamic loop ranges");
+    }
+    if (llvm::any_of(ranges, [](int64_t r) { return r == 0; })) return success();  // nothing to do
+    auto iters = g.getIteratorTypesArray();
+    llvm::SmallVector<bool> reduce;
+    bool any_reduce = false;
+    for (auto it : iters) {
+      reduce.push_back(it == mlir::utils::IteratorType::reduction);
+      any_reduce |= reduce.back();
+    }
+    auto maps = g.getIndexingMapsArray();
+    const unsigned n_in = g.getNumDpsInputs();
+    std::vector<OperandAccess> access;
+    for (mlir::OpOperand& operand : g->getOpOperands()) {
+      std::string why;
+      if (!Supported(ElementOf(operand.get()))) {
+        return g.emitOpError("operand ") << operand.getOperandNumber() << " has element type " << ElementOf(operand.get())
+                                         << ", which has no trn lowering";
+      }
+      auto a = AccessOf(operand.get(), maps[operand.getOperandNumber()], &why);
+      if (!a) return g.emitOpError("operand ") << operand.getOperandNumber() << ": " << why;
+      access.push_back(*a);
+    }
+    mlir::Block& body = g.getRegion().front();
+    auto yield = mlir::cast<mlir::linalg::YieldOp>(body.getTerminator());
+    // A reduction must be `yield combine(f(inputs), acc)` for every output.
+    llvm::SmallVector<std::string> combine(g.getNumDpsInits());
+    llvm::SmallVector<Value> reduced(g.getNumDpsInits());
+    if (any_reduce) {
+      for (unsigned o = 0; o < g.getNumDpsInits(); ++o) {
+        mlir::Operation* def = yield.getOperand(o).getDefiningOp();
+        Value acc = body.getArgument(n_in + o);
+        std::string op = !def                                 ? ""
+                         : mlir::isa<mlir::arith::AddFOp>(def) ? "add"
+                         : mlir::isa<mlir::arith::MaxFOp>(def) ? "maximum"
+                         : mlir::isa<mlir::arith::MinFOp>(def) ? "minimum"
+                                                               : "";
+        if (op.empty() || def->getNumOperands() != 2 || (def->getOperand(0) != acc && def->getOperand(1) != acc)) {
+          return g.emitOpError("reduction body is not `combine(f(inputs), accumulator)` with add, max or min");
+        }
+        combine[o] = op;
+        reduced[o] = def->getOperand(0) == acc ? def->getOperand(1) : def->getOperand(0);
+      }
+    }
+    for (const TileSpace& t : Tiles(ranges, reduce)) {
+      TileSpace out_tile = t;  // for reductions: the output window drops the reduced axes
+      if (any_reduce) {
+        out_tile.free.clear();
+        for (int d = 0; d < static_cast<int>(ranges.size()); ++d) {
+          if (reduce[d]) out_tile.base[d] = 0;
+        }
+      }
+      llvm::DenseMap<Value, Val> vals;
+      for (unsigned i = 0; i < n_in; ++i) {
+        if (body.getArgument(i).use_empty()) continue;
+        vals[body.getArgument(i)] = {Load(access[i], t, ElementOf(g->getOperand(i))), std::nullopt};
+      }
+      for (unsigned o = 0; o < g.getNumDpsInits(); ++o) {
+        Value arg = body.getArgument(n_in + o);
+        if (!any_reduce && !arg.use_empty()) {
+          vals[arg] = {Load(access[n_in + o], t, ElementOf(g->getOperand(n_in + o))), std::nullopt};
+        }
+      }
+      for (mlir::Operation& op : body.without_terminator()) {
+        bool is_combine = false;
+        for (unsigned o = 0; o < combine.size() && any_reduce; ++o) is_combine |= op.getResult(0) == yield.getOperand(o);
+        if (is_combine) continue;
+        if (mlir::failed(LowerBodyOp(op, t, vals))) return failure();
+      }
+      for (unsigned o = 0; o < g.getNumDpsInits(); ++o) {
+        const mlir::Type out_type = ElementOf(g->getOperand(n_in + o));
+        Value v = any_reduce ? reduced[o] : yield.getOperand(o);
+        auto it = vals.find(v);
+        if (it == vals.end()) return g.emitOpError("yields a value the lowering did not produce");
+        Val r = it->second;
+        if (any_reduce) {
+          Value x = Materialize(r, t);
+          Value part = Sbuf(t.partition.count, {1}, b_.getF32Type());
+          Make<TensorReduceOp>(x, part, b_.getStringAttr(combine[o]));
+          Value init = Load(access[n_in + o], out_tile, out_type);
+          Value sum = Sbuf(t.partition.count, {1}, out_type);
+          Make<TensorTensorOp>(part, init, sum, b_.getStringAttr(combine[o]));
+          Store(sum, access[n_in + o], out_tile);
+          continue;
+        }
+        Value tile = Materialize(r, t);
+        if (tile.getType().cast<SbufTileType>().getElementType() != out_type) {
+          Value cast = Sbuf(t.partition.count, t.FreeShape(), out_type);
+          Make<TensorCopyOp>(tile, cast);
+          tile = cast;
+        }
+        Store(tile, access[n_in + o], t);
+      }
+    }
+    return success();
+  }
+
+  // A constant as a tile (memset).
+  Value Materialize(const Val& v, const TileSpace& t) {
+    if (v.tile) return v.tile;
+    Value tile = Sbuf(t.partition.count, t.FreeShape(), b_.getF32Type());
+    Make<MemsetOp>(tile, b_.getF64FloatAttr(*v.constant));
+    return tile;
+  }
+
+  Value NewTile(const TileSpace& t) { return Sbuf(t.partition.count, t.FreeShape(), b_.getF32Type()); }
+
+  Value Scalar(Value src, const std::string& op, double imm, const TileSpace& t) {
+    Value dst = NewTile(t);
+    Make<TensorScalarOp>(src, dst, b_.getStringAttr(op), b_.getF32FloatAttr(static_cast<float>(imm)), Value());
+    return dst;
+  }
+  Value Tensor(Value lhs, Value rhs, const std::string& op, const TileSpace& t) {
+    Value dst = NewTile(t);
+    Make<TensorTensorOp>(lhs, rhs, dst, b_.getStringAttr(op));
+    return dst;
+  }
+  Value Act(Value src, const std::string& func, const TileSpace& t) {
+    Value dst = NewTile(t);
+    Make<ActivationOp>(src, dst, b_.getStringAttr(func), b_.getF32FloatAttr(1.0f), Value());
+    return dst;
+  }
+
+  static double Fold(const std::string& op, double a, double b) {
+    if (op == "add") return a + b;
+    if (op == "subtract") return a - b;
+    if (op == "multiply") return a * b;
+    if (op == "divide") return a / b;
+    if (op == "maximum") return std::max(a, b);
+    if (op == "minimum") return std::min(a, b);
+    if (op == "is_equal") return a == b;
+    if (op == "not_equal") return a != b;
+    if (op == "is_ge") return a >= b;
+    if (op == "is_gt") return a > b;
+    if (op == "is_le") return a <= b;
+    if (op == "is_lt") return a < b;
+    if (op == "logical_and") return (a != 0) && (b != 0);
+    if (op == "logical_or") return (a != 0) || (b != 0);
+    return std::pow(a, b);
+  }
+
+  // lhs <op> rhs for tiles or constants. `swapped` is the op with its operands exchanged
+  // (empty: not expressible that way).
+  std::optional<Val> Binary(const std::string& op, const std::string& swapped, const Val& l, const Val& r,
+                            const TileSpace& t) {
+    if (l.constant && r.constant) return Val{Value(), Fold(op, *l.constant, *r.constant)};
+    if (l.tile && r.tile) return Val{Tensor(l.tile, r.tile, op, t), std::nullopt};
+    if (l.tile) {
+      if (op == "logical_and" || op == "logical_or" || op == "not_equal") {
+        return Val{Tensor(l.tile, Materialize(r, t), op, t), std::nullopt};
+      }
+      return Val{Scalar(l.tile, op, *r.constant, t), std::nullopt};
+    }
+    if (!swapped.empty()) return Binary(swapped, op, r, l, t);
+    if (op == "subtract") {  // c - x = (x * -1) + c
+      return Val{Scalar(Scalar(r.tile, "multiply", -1.0, t), "add", *l.constant, t), std::nullopt};
+    }
+    if (op == "divide") {  // c / x = reciprocal(x) * c
+      return Val{Scalar(Act(r.tile, "reciprocal", t), "multiply", *l.constant, t), std::nullopt};
+    }
+    return Val{Tensor(Materialize(l, t), r.tile, op, t), std::nullopt};
+  }
+
+  static std::string CmpName(mlir::arith::CmpFPredicate p, std::string* swapped) {
+    using P = mlir::arith::CmpFPredicate;
+    switch (p) {
+      case P::OEQ: case P::UEQ: *swapped = "is_equal"; return "is_equal";
+      case P::ONE: case P::UNE: *swapped = "not_equal"; return "not_equal";
+      case P::OGT: case P::UGT: *swapped = "is_lt"; return "is_gt";
+      case P::OGE: case P::UGE: *swapped = "is_le"; return "is_ge";
+      case P::OLT: case P::ULT: *swapped = "is_gt"; return "is_lt";
+      case P::OLE: case P::ULE: *swapped = "is_ge"; return "is_le";
+      default: return "";
+    }
+  }
+
+  LogicalResult LowerBodyOp(mlir::Operation& op, const TileSpace& t, llvm::DenseMap<Value, Val>& vals) {
+    auto get = [&](unsigned i) -> std::optional<Val> {
+      Value v = op.getOperand(i);
+      if (auto it = vals.find(v); it != vals.end()) return it->second;
+      if (auto c = ConstantOf(v)) return Val{Value(), *c};
+      return std::nullopt;
+    };
+    auto set = [&](std::optional<Val> v) -> LogicalResult {
+      if (!v) return op.emitOpError("has no trn lowering for these operands");
+      vals[op.getResult(0)] = *v;
+      return success();
+    };
+    if (auto c = mlir::dyn_cast<mlir::arith::ConstantOp>(op)) {
+      auto v = ConstantOf(c);
+      if (!v) return op.emitOpError("constant of this type has no trn lowering");
+      return set(Val{Value(), *v});
+    }
+    for (unsigned i = 0; i < op.getNumOperands(); ++i) {
+      if (!get(i)) return op.emitOpError("reads a value from outside the body (no trn lowering yet)");
+    }
+    struct BinaryName { const char* op; const char* swapped; };
+    std::optional<BinaryName> bin;
+    if (mlir::isa<mlir::arith::AddFOp, mlir::arith::AddIOp>(op)) bin = BinaryName{"add", "add"};
+    else if (mlir::isa<mlir::arith::SubFOp>(op)) bin = BinaryName{"subtract", ""};
+    else if (mlir::isa<mlir::arith::MulFOp>(op)) bin = BinaryName{"multiply", "multiply"};
+    else if (mlir::isa<mlir::arith::DivFOp>(op)) bin = BinaryName{"divide", ""};
+    else if (mlir::isa<mlir::arith::MaxFOp>(op)) bin = BinaryName{"maximum", "maximum"};
+    else if (mlir::isa<mlir::arith::MinFOp>(op)) bin = BinaryName{"minimum", "minimum"};
+    else if (mlir::isa<mlir::math::PowFOp>(op)) bin = BinaryName{"power", ""};
+    if (bin) return set(Binary(bin->op, bin->swapped, *get(0), *get(1), t));
+    if (mlir::isa<mlir::arith::AndIOp, mlir::arith::OrIOp, mlir::arith::XOrIOp>(op)) {
+      if (!op.getResult(0).getType().isInteger(1)) return op.emitOpError("integer bit operation has no trn lowering");
+      const char* name = mlir::isa<mlir::arith::AndIOp>(op) ? "logical_and"
+                         : mlir::isa<mlir::arith::OrIOp>(op) ? "logical_or"
+                                                             : "not_equal";
+      return set(Binary(name, name, *get(0), *get(1), t));
+    }
+    if (auto cmp = mlir::dyn_cast<mlir::arith::CmpFOp>(op)) {
+      std::string swapped;
+      const std::string name = CmpName(cmp.getPredicate(), &swapped);
+      if (name.empty()) return op.emitOpError("comparison predicate has no trn lowering");
+      return set(Binary(name, swapped, *get(0), *get(1), t));
+    }
+    if (mlir::isa<mlir::arith::NegFOp>(op)) {
+      Val x = *get(0);
+      if (x.constant) return set(Val{Value(), -*x.constant});
+      return set(Val{Scalar(x.tile, "multiply", -1.0, t), std::nullopt});
+    }
+    if (mlir::isa<mlir::arith::ExtFOp, mlir::arith::SIToFPOp, mlir::arith::UIToFPOp, mlir::arith::ExtUIOp>(op)) {
+      return set(*get(0));  // tiles are read as fp32 by every engine: widening is free
+    }
+    if (mlir::isa<mlir::arith::TruncFOp>(op)) {
+      Val x = *get(0);
+      if (x.constant) return set(x);  // a constant rounds where it is used
+      Value narrow = Sbuf(t.partition.count, t.FreeShape(), op.getResult(0).getType());
+      Make<TensorCopyOp>(x.tile, narrow);
+      return set(Val{narrow, std::nullopt});
+    }
+    const char* func = mlir::isa<mlir::math::ExpOp>(op)     ? "exp"
+                       : mlir::isa<mlir::math::LogOp>(op)   ? "log"
+                       : mlir::isa<mlir::math::TanhOp>(op)  ? "tanh"
+                       : mlir::isa<mlir::math::SqrtOp>(op)  ? "sqrt"
+                       : mlir::isa<mlir::math::RsqrtOp>(op) ? "rsqrt"
+                                                            : nullptr;
+    if (func) {
+      Val x = *get(0);
+      if (x.constant) return op.emitOpError("on a constant: expected folded before trn-lower-linalg");
+      return set(Val{Act(x.tile, func, t), std::nullopt});
+    }
+    if (mlir::isa<mlir::math::AbsFOp>(op)) {  // |x| = max(x, -x)
+      Val x = *get(0);
+      if (x.constant) return set(Val{Value(), std::abs(*x.constant)});
+      return set(Val{Tensor(x.tile, Scalar(x.tile, "multiply", -1.0, t), "maximum", t), std::nullopt});
+    }
+    return op.emitOpError("has no trn lowering");
+  }
+
+  // ---- matmul ----
+
+  // Whether `out` was just zero-filled: the nearest earlier op touching it is linalg.fill(0).
+  mlir::linalg::FillOp ZeroFillBefore(mlir::Operation* op, Value out) {
+    for (mlir::Operation* prev = op->getPrevNode(); prev; prev = prev->getPrevNode()) {
+      if (!llvm::is_contained(prev->getOperands(), out)) continue;
+      auto fill = mlir::dyn_cast<mlir::linalg::FillOp>(prev);
+      if (fill && fill.getDpsInitOperand(0)->get() == out && ConstantOf(fill.getDpsInputOperand(0)->get()) == 0.0) {
+        return fill;
+      }
+      return {};
+    }
+    return {};
+  }
+
+  LogicalResult LowerMatmul(mlir::Operation* op, bool batched) {
+    auto dps = mlir::cast<mlir::DestinationStyleOpInterface>(op);
+    Value a = dps.getDpsInputOperand(0)->get(), bm = dps.getDpsInputOperand(1)->get(), c = dps.getDpsInitOperand(0)->get();
+    const mlir::Type ta = ElementOf(a), tb = ElementOf(bm), tc = ElementOf(c);
+    if (ta != tb || !(ta.isF32() || ta.isBF16()) || !(tc.isF32() || tc.isBF16())) {
+      return op->emitOpError("matmul operands must be f32 or bf16 (and alike)");
+    }
+    std::string why;
+    auto ha = HbmOf(a, &why), hb = HbmOf(bm, &why), hc = HbmOf(c, &why);
+    if (!ha || !hb || !hc) return op->emitOpError(why);
+    auto sa = a.getType().cast<mlir::MemRefType>().getShape(), sc = c.getType().cast<mlir::MemRefType>().getShape();
+    const int o = batched ? 1 : 0;
+    const int64_t batch = batched ? sa[0] : 1, m = sa[o], k = sa[o + 1], n = sc[o + 1];
+    if (llvm::any_of(llvm::ArrayRef<int64_t>{batch, m, k, n}, [](int64_t x) { return mlir::ShapedType::isDynamic(x); })) {
+      return op->emitOpError("has dynamic shapes");
+    }
+    const bool fresh = fresh_.count(op) > 0;
+    if (m == 0 || n == 0) return success();
+    if (k == 0) {
+      if (fresh) return LowerFillZero(c);
+      return success();
+    }
+    // Loop dimensions: (b, m, n, k). Accesses by dimension strides.
+    auto bs = [&](const Hbm& h) { return batched ? h.strides[0] : 0; };
+    OperandAccess A{*ha, 0, {bs(*ha), ha->strides[o], 0, ha->strides[o + 1]}};
+    OperandAccess B{*hb, 0, {bs(*hb), 0, hb->strides[o + 1], hb->strides[o]}};
+    OperandAccess C{*hc, 0, {bs(*hc), hc->strides[o], hc->strides[o + 1], 0}};
+    struct Step {
+      int64_t b, m0, n0, k0, mb, nb, kb;
+      Value at, bt;
+    };
+    std::vector<Step> steps;
+    for (int64_t bi = 0; bi < batch; ++bi) {
+      for (int64_t n0 = 0; n0 < n; n0 += kMatmulMaxMovingFree) {
+        for (int64_t m0 = 0; m0 < m; m0 += kMatmulMaxStationaryFree) {
+          for (int64_t k0 = 0; k0 < k; k0 += kMaxPartitions) {
+            steps.push_back({bi, m0, n0, k0, std::min<int64_t>(kMatmulMaxStationaryFree, m - m0),
+                             std::min<int64_t>(kMatmulMaxMovingFree, n - n0), std::min<int64_t>(kMaxPartitions, k - k0),
+                             Value(), Value()});
+          }
+        }
+      }
+    }
+    // Operand tiles: stationary A^T[k, m] and moving B[k, n], loaded once and reused while they
+    // fit kMatmulCacheBytes (least recently loaded leaves first).
+    using Key = std::tuple<int, int64_t, int64_t, int64_t>;
+    std::map<Key, Value> cache;
+    std::deque<std::pair<Key, int64_t>> order;
+    int64_t cached_bytes = 0;
+    const int64_t esize = ta.getIntOrFloatBitWidth() / 8;
+    auto tile_of = [&](int which, const Step& s) {
+      const Key key{which, s.b, s.k0, which == 0 ? s.m0 : s.n0};
+      if (auto it = cache.find(key); it != cache.end()) return it->second;
+      TileSpace t;
+      t.base = {s.b, s.m0, s.n0, s.k0};
+      t.partition = {3, 1, s.kb};
+      const int64_t free = which == 0 ? s.mb : s.nb;
+      t.free = {{which == 0 ? 1 : 2, 1, free}};
+      Value tile = Load(which == 0 ? A : B, t, ta);
+      cache[key] = tile;
+      order.push_back({key, free * esize});
+      cached_bytes += free * esize;
+      while (cached_bytes > kMatmulCacheBytes && !order.empty()) {
+        cached_bytes -= order.front().second;
+        cache.erase(order.front().first);
+        order.pop_front();
+      }
+      return tile;
+    };
+    size_t loaded = 0;
+    auto load_until = [&](size_t end) {
+      for (; loaded < std::min(end, steps.size()); ++loaded) {
+        steps[loaded].at = tile_of(0, steps[loaded]);
+        steps[loaded].bt = tile_of(1, steps[loaded]);
+      }
+    };
+    Value acc;
+    for (size_t i = 0; i < steps.size(); ++i) {
+      load_until(i + 1 + kMatmulLookahead);
+      const Step& s = steps[i];
+      if (s.k0 == 0) acc = Psum(s.mb, {s.nb});
+      auto mm = Make<MatmulOp>(s.at, s.bt, acc);
+      if (s.k0 > 0) mm.setAccumulateAttr(b_.getUnitAttr());
+      if (s.k0 + s.kb < k) continue;
+      // The block is complete: PSUM -> SBUF (plus C when accumulating into it) -> HBM.
+      TileSpace t;
+      t.base = {s.b, s.m0, s.n0, 0};
+      t.partition = {1, 1, s.mb};
+      t.free = {{2, 1, s.nb}};
+      Value out = Sbuf(s.mb, {s.nb}, tc);
+      if (fresh) {
+        Make<TensorCopyOp>(acc, out);
+      } else {
+        Value old = Load(C, t, tc);
+        Make<TensorTensorOp>(acc, old, out, b_.getStringAttr("add"));
+      }
+      Store(out, C, t);
+    }
+    return success();
+  }
+
+  LogicalResult LowerFillZero(Value c) {
+    auto type = c.getType().cast<mlir::MemRefType>();
+    std::string why;
+    auto acc = AccessOf(c, mlir::AffineMap::getMultiDimIdentityMap(type.getRank(), b_.getContext()), &why);
+    if (!acc) return failure();
+    for (const TileSpace& t : Tiles(type.getShape(), {})) {
+      Value tile = Sbuf(t.partition.count, t.FreeShape(), type.getElementType());
+      Make<MemsetOp>(tile, b_.getF64FloatAttr(0.0));
+      Store(tile, *acc, t);
+    }
+    return success();
+  }
+
+  mlir::func::FuncOp f_;
+  mlir::OpBuilder b_;
+  mlir::Location loc_ = b_.getUnknownLoc();
+  int64_t source_op_ = 0;
+  llvm::SmallPtrSet<mlir::Operation*, 16> lowered_, skipped_, fresh_;
+};
+
+struct LowerLinalgToTrnPass : public mlir::PassWrapper<LowerLinalgToTrnPass, mlir::OperationPass<mlir::ModuleOp>> {
+  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(LowerLinalgToTrnPass)
+  llvm::StringRef getArgument() const final { return "trn-lower-linalg"; }
+  llvm::StringRef getDescription() const final {
+    return "linalg on memrefs -> trn tiles: tiling, DMA windows, TensorE/VectorE/ScalarE instructions";
+  }
+  void getDependentDialects(mlir::DialectRegistry& registry) const override { registry.insert<TrnDialect>(); }
+  void runOnOperation() override {
+    for (auto f : getOperation().getOps<mlir::func::FuncOp>()) {
+      if (f.isExternal()) continue;
+      Lowerer l(f);
+      if (mlir::failed(l.Run())) return signalPassFailure();
+    }
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<mlir::Pass> createLowerLinalgToTrnPass() { return std::make_unique<LowerLinalgToTrnPass>(); }
+
+}  // namespace trn::ir
