@@ -205,7 +205,10 @@ class Lowerer {
   }
 
   LogicalResult LowerOne(mlir::Operation* op) {
-    if (mlir::isa<mlir::func::ReturnOp, mlir::memref::AllocOp, mlir::memref::DeallocOp, mlir::arith::ConstantOp>(op)) {
+    // Allocations are HBM scratch; scalar loads and arith/math outside the generics are pure
+    // and evaluated where a generic reads them (LowerGeneric's Get).
+    if (mlir::isa<mlir::func::ReturnOp, mlir::memref::AllocOp, mlir::memref::DeallocOp, mlir::memref::LoadOp>(op) ||
+        (op->getDialect() && (op->getDialect()->getNamespace() == "arith" || op->getDialect()->getNamespace() == "math"))) {
       return success();
     }
     b_.setInsertionPoint(op);
@@ -255,8 +258,14 @@ class Lowerer {
   }
 
   static mlir::Type ElementOf(Value memref) { return memref.getType().cast<mlir::MemRefType>().getElementType(); }
-  static bool Supported(mlir::Type t) {
-    return t.isF32() || t.isBF16() || t.isInteger(1) || t.isInteger(8) || t.isInteger(32);
+  // Element types of HBM buffers the NeuronCore reads: f32, bf16, bool (one byte); f64 only for
+  // scratch buffers and the runtime-scalar argument (the runtime passes those as f32).
+  static bool Supported(Value memref) {
+    const mlir::Type t = ElementOf(memref);
+    if (t.isF32() || t.isBF16() || t.isInteger(1)) return true;
+    if (!t.isF64()) return false;
+    auto type = memref.getType().cast<mlir::MemRefType>();
+    return memref.getDefiningOp<mlir::memref::AllocOp>() || (type.getRank() == 1 && type.isDynamicDim(0));
   }
 
   // ---- fill ----
@@ -265,13 +274,13 @@ class Lowerer {
     std::optional<double> value = ConstantOf(fill.getDpsInputOperand(0)->get());
     if (!value) return fill.emitOpError("fills with a value only known at run time (no trn lowering yet)");
     auto type = out.getType().cast<mlir::MemRefType>();
-    if (!Supported(type.getElementType())) return fill.emitOpError("element type has no trn lowering");
+    if (!Supported(out)) return fill.emitOpError("element type has no trn lowering");
     mlir::AffineMap id = mlir::AffineMap::getMultiDimIdentityMap(type.getRank(), b_.getContext());
     std::string why;
     auto acc = AccessOf(out, id, &why);
     if (!acc) return fill.emitOpError(why);
     for (const TileSpace& t : Tiles(type.getShape(), {})) {
-      Value tile = Sbuf(t.partition.count, t.FreeShape(), type.getElementType());
+      Value tile = Sbuf(t.partition.count, t.FreeShape(), DeviceType(type.getElementType()));
       Make<MemsetOp>(tile, b_.getF64FloatAttr(*value));
       Store(tile, *acc, t);
     }
@@ -376,14 +385,28 @@ class Lowerer {
 
   // ---- elementwise and reducing generics ----
 
-  // A body value on a tile: a tile or a compile-time constant.
+  // A body value on a tile: a full tile, a column (one value per partition: a [P, 1] tile, e.g.
+  // a runtime scalar), or a compile-time constant.
+  enum class Kind { kConst = 0, kColumn = 1, kTile = 2 };
   struct Val {
-    Value tile;
+    Value tile;  // kTile or kColumn
     std::optional<double> constant;
+    bool column = false;
+    Kind kind() const { return !tile ? Kind::kConst : column ? Kind::kColumn : Kind::kTile; }
+    static Val Const(double c) { return Val{Value(), c, false}; }
+    static Val Tile(Value t) { return Val{t, std::nullopt, false}; }
+    static Val Column(Value t) { return Val{t, std::nullopt, true}; }
   };
+
+  // The element type a tile of memref element type `t` holds (the NeuronCore has no f64).
+  static mlir::Type DeviceType(mlir::Type t) { return t.isF64() ? mlir::Float32Type::get(t.getContext()) : t; }
 
   LogicalResult LowerGeneric(mlir::linalg::GenericOp g) {
     if (!g.hasBufferSemantics()) return g.emitOpError("must be bufferized before trn-lower-linalg");
+    if (g.getLibraryCallAttr()) {
+      return g.emitOpError("is a runtime call (") << g.getLibraryCallAttr().getValue()
+                                                  << ": an ATen kernel), which has no trn lowering";
+    }
     llvm::SmallVector<int64_t> ranges = g.getStaticLoopRanges();
     if (llvm::any_of(ranges, [](int64_t r) { return mlir::ShapedType::isDynamic(r); })) {
       return g.emitOpError("has dynamic loop ranges");
@@ -401,7 +424,7 @@ class Lowerer {
     std::vector<OperandAccess> access;
     for (mlir::OpOperand& operand : g->getOpOperands()) {
       std::string why;
-      if (!Supported(ElementOf(operand.get()))) {
+      if (!Supported(operand.get())) {
         return g.emitOpError("operand ") << operand.getOperandNumber() << " has element type " << ElementOf(operand.get())
                                          << ", which has no trn lowering";
       }
@@ -414,20 +437,17 @@ class Lowerer {
     // A reduction must be `yield combine(f(inputs), acc)` for every output.
     llvm::SmallVector<std::string> combine(g.getNumDpsInits());
     llvm::SmallVector<Value> reduced(g.getNumDpsInits());
+    llvm::SmallPtrSet<mlir::Operation*, 4> combiners;
     if (any_reduce) {
       for (unsigned o = 0; o < g.getNumDpsInits(); ++o) {
-        mlir::Operation* def = yield.getOperand(o).getDefiningOp();
         Value acc = body.getArgument(n_in + o);
-        std::string op = !def                                 ? ""
-                         : mlir::isa<mlir::arith::AddFOp>(def) ? "add"
-                         : mlir::isa<mlir::arith::MaxFOp>(def) ? "maximum"
-                         : mlir::isa<mlir::arith::MinFOp>(def) ? "minimum"
-                                                               : "";
-        if (op.empty() || def->getNumOperands() != 2 || (def->getOperand(0) != acc && def->getOperand(1) != acc)) {
+        std::string op;
+        Value x;
+        if (!MatchCombine(yield.getOperand(o), acc, &op, &x, &combiners)) {
           return g.emitOpError("reduction body is not `combine(f(inputs), accumulator)` with add, max or min");
         }
         combine[o] = op;
-        reduced[o] = def->getOperand(0) == acc ? def->getOperand(1) : def->getOperand(0);
+        reduced[o] = x;
       }
     }
     for (const TileSpace& t : Tiles(ranges, reduce)) {
@@ -441,28 +461,25 @@ class Lowerer {
       llvm::DenseMap<Value, Val> vals;
       for (unsigned i = 0; i < n_in; ++i) {
         if (body.getArgument(i).use_empty()) continue;
-        vals[body.getArgument(i)] = {Load(access[i], t, ElementOf(g->getOperand(i))), std::nullopt};
+        vals[body.getArgument(i)] = Val::Tile(Load(access[i], t, DeviceType(ElementOf(g->getOperand(i)))));
       }
       for (unsigned o = 0; o < g.getNumDpsInits(); ++o) {
         Value arg = body.getArgument(n_in + o);
         if (!any_reduce && !arg.use_empty()) {
-          vals[arg] = {Load(access[n_in + o], t, ElementOf(g->getOperand(n_in + o))), std::nullopt};
+          vals[arg] = Val::Tile(Load(access[n_in + o], t, DeviceType(ElementOf(g->getOperand(n_in + o)))));
         }
       }
       for (mlir::Operation& op : body.without_terminator()) {
-        bool is_combine = false;
-        for (unsigned o = 0; o < combine.size() && any_reduce; ++o) is_combine |= op.getResult(0) == yield.getOperand(o);
-        if (is_combine) continue;
+        if (combiners.count(&op)) continue;
         if (mlir::failed(LowerBodyOp(op, t, vals))) return failure();
       }
       for (unsigned o = 0; o < g.getNumDpsInits(); ++o) {
-        const mlir::Type out_type = ElementOf(g->getOperand(n_in + o));
+        const mlir::Type out_type = DeviceType(ElementOf(g->getOperand(n_in + o)));
         Value v = any_reduce ? reduced[o] : yield.getOperand(o);
-        auto it = vals.find(v);
-        if (it == vals.end()) return g.emitOpError("yields a value the lowering did not produce");
-        Val r = it->second;
+        std::optional<Val> r = Get(v, t, vals);
+        if (!r) return g.emitOpError("yields a value the lowering did not produce");
         if (any_reduce) {
-          Value x = Materialize(r, t);
+          Value x = Materialize(*r, t, Kind::kTile);
           Value part = Sbuf(t.partition.count, {1}, b_.getF32Type());
           Make<TensorReduceOp>(x, part, b_.getStringAttr(combine[o]));
           Value init = Load(access[n_in + o], out_tile, out_type);
@@ -471,8 +488,8 @@ class Lowerer {
           Store(sum, access[n_in + o], out_tile);
           continue;
         }
-        Value tile = Materialize(r, t);
-        if (tile.getType().cast<SbufTileType>().getElementType() != out_type) {
+        Value tile = Materialize(*r, t, Kind::kTile);
+        if (TileElement(tile) != out_type) {
           Value cast = Sbuf(t.partition.count, t.FreeShape(), out_type);
           Make<TensorCopyOp>(tile, cast);
           tile = cast;
@@ -483,31 +500,103 @@ class Lowerer {
     return success();
   }
 
-  // A constant as a tile (memset).
-  Value Materialize(const Val& v, const TileSpace& t) {
-    if (v.tile) return v.tile;
-    Value tile = Sbuf(t.partition.count, t.FreeShape(), b_.getF32Type());
-    Make<MemsetOp>(tile, b_.getF64FloatAttr(*v.constant));
+  // yield value == combine(x, acc) with combine add/max/min, possibly spelled as torch's
+  // NaN-propagating max: select(cmpf(uno, acc, acc), acc, select(cmpf(ogt, acc, x), acc, x)).
+  bool MatchCombine(Value y, Value acc, std::string* op, Value* x, llvm::SmallPtrSet<mlir::Operation*, 4>* ops) {
+    mlir::Operation* def = y.getDefiningOp();
+    if (!def) return false;
+    auto other = [&](mlir::Operation* d) -> Value {
+      if (d->getNumOperands() != 2) return Value();
+      if (d->getOperand(0) == acc) return d->getOperand(1);
+      if (d->getOperand(1) == acc) return d->getOperand(0);
+      return Value();
+    };
+    if (mlir::isa<mlir::arith::AddFOp, mlir::arith::MaxFOp, mlir::arith::MinFOp>(def)) {
+      *op = mlir::isa<mlir::arith::AddFOp>(def) ? "add" : mlir::isa<mlir::arith::MaxFOp>(def) ? "maximum" : "minimum";
+      *x = other(def);
+      ops->insert(def);
+      return static_cast<bool>(*x);
+    }
+    // select(isnan(acc), acc, inner) -> inner (the max/min instruction's own NaN behaviour).
+    if (auto sel = mlir::dyn_cast<mlir::arith::SelectOp>(def)) {
+      auto cmp = sel.getCondition().getDefiningOp<mlir::arith::CmpFOp>();
+      if (cmp && cmp.getPredicate() == mlir::arith::CmpFPredicate::UNO && cmp.getLhs() == acc && cmp.getRhs() == acc &&
+          sel.getTrueValue() == acc) {
+        ops->insert(sel);
+        ops->insert(cmp);
+        return MatchCombine(sel.getFalseValue(), acc, op, x, ops);
+      }
+      // select(cmpf(ogt|olt, acc, x), acc, x): max / min.
+      if (cmp && sel.getTrueValue() == acc && cmp.getLhs() == acc && cmp.getRhs() == sel.getFalseValue()) {
+        const auto p = cmp.getPredicate();
+        using P = mlir::arith::CmpFPredicate;
+        if (p == P::OGT || p == P::OGE || p == P::UGT || p == P::UGE) *op = "maximum";
+        else if (p == P::OLT || p == P::OLE || p == P::ULT || p == P::ULE) *op = "minimum";
+        else return false;
+        *x = sel.getFalseValue();
+        ops->insert(sel);
+        ops->insert(cmp);
+        return true;
+      }
+    }
+    return false;
+  }
+
+  static mlir::Type TileElement(Value tile) {
+    if (auto s = tile.getType().dyn_cast<SbufTileType>()) return s.getElementType();
+    return tile.getType().cast<PsumTileType>().getElementType();
+  }
+
+  // A new tile of `kind` (a full tile or a column) and element type `element` (f32 by default).
+  Value NewTile(const TileSpace& t, Kind kind, mlir::Type element = {}) {
+    if (!element) element = b_.getF32Type();
+    if (kind == Kind::kColumn) return Sbuf(t.partition.count, {1}, element);
+    return Sbuf(t.partition.count, t.FreeShape(), element);
+  }
+
+  // `v` as a tile of `kind` (a constant is memset, a column broadcast along the free axes).
+  Value Materialize(const Val& v, const TileSpace& t, Kind kind) {
+    if (v.kind() == kind || (v.kind() == Kind::kTile)) return v.tile;
+    Value tile = NewTile(t, kind);
+    if (v.kind() == Kind::kConst) {
+      Make<MemsetOp>(tile, b_.getF64FloatAttr(*v.constant));
+      return tile;
+    }
+    Value zero = NewTile(t, kind);
+    Make<MemsetOp>(zero, b_.getF64FloatAttr(0.0));
+    Make<TensorScalarOp>(zero, tile, b_.getStringAttr("add"), mlir::FloatAttr(), v.tile);
     return tile;
   }
 
-  Value NewTile(const TileSpace& t) { return Sbuf(t.partition.count, t.FreeShape(), b_.getF32Type()); }
+  static bool IsPredicate(const std::string& op) {
+    return op.rfind("is_", 0) == 0 || op == "not_equal" || op == "logical_and" || op == "logical_or";
+  }
+  static bool ScalarForm(const std::string& op) {  // ops tensor_scalar takes
+    return op != "not_equal" && op != "logical_and" && op != "logical_or";
+  }
 
-  Value Scalar(Value src, const std::string& op, double imm, const TileSpace& t) {
-    Value dst = NewTile(t);
-    Make<TensorScalarOp>(src, dst, b_.getStringAttr(op), b_.getF32FloatAttr(static_cast<float>(imm)), Value());
+  // x <op> s, with s a constant or a column; x a tile or a column.
+  Value ScalarOp(const Val& x, const std::string& op, const Val& s, const TileSpace& t) {
+    const Kind kind = x.kind();
+    Value dst = NewTile(t, kind, IsPredicate(op) ? b_.getI1Type() : mlir::Type());
+    if (s.kind() == Kind::kConst) {
+      Make<TensorScalarOp>(x.tile, dst, b_.getStringAttr(op), b_.getF32FloatAttr(static_cast<float>(*s.constant)), Value());
+    } else {
+      Make<TensorScalarOp>(x.tile, dst, b_.getStringAttr(op), mlir::FloatAttr(), s.tile);
+    }
     return dst;
   }
-  Value Tensor(Value lhs, Value rhs, const std::string& op, const TileSpace& t) {
-    Value dst = NewTile(t);
+  Value TensorOp(Value lhs, Value rhs, const std::string& op, const TileSpace& t, Kind kind) {
+    Value dst = NewTile(t, kind, IsPredicate(op) ? b_.getI1Type() : mlir::Type());
     Make<TensorTensorOp>(lhs, rhs, dst, b_.getStringAttr(op));
     return dst;
   }
-  Value Act(Value src, const std::string& func, const TileSpace& t) {
-    Value dst = NewTile(t);
-    Make<ActivationOp>(src, dst, b_.getStringAttr(func), b_.getF32FloatAttr(1.0f), Value());
+  Value Act(const Val& x, const std::string& func, const TileSpace& t) {
+    Value dst = NewTile(t, x.kind());
+    Make<ActivationOp>(x.tile, dst, b_.getStringAttr(func), b_.getF32FloatAttr(1.0f), Value());
     return dst;
   }
+  Val Wrap(Value tile, Kind kind) { return kind == Kind::kColumn ? Val::Column(tile) : Val::Tile(tile); }
 
   static double Fold(const std::string& op, double a, double b) {
     if (op == "add") return a + b;
@@ -527,114 +616,187 @@ class Lowerer {
     return std::pow(a, b);
   }
 
-  // lhs <op> rhs for tiles or constants. `swapped` is the op with its operands exchanged
+  // l <op> r on constants, columns and tiles. `swapped` is the op with its operands exchanged
   // (empty: not expressible that way).
-  std::optional<Val> Binary(const std::string& op, const std::string& swapped, const Val& l, const Val& r,
-                            const TileSpace& t) {
-    if (l.constant && r.constant) return Val{Value(), Fold(op, *l.constant, *r.constant)};
-    if (l.tile && r.tile) return Val{Tensor(l.tile, r.tile, op, t), std::nullopt};
-    if (l.tile) {
-      if (op == "logical_and" || op == "logical_or" || op == "not_equal") {
-        return Val{Tensor(l.tile, Materialize(r, t), op, t), std::nullopt};
-      }
-      return Val{Scalar(l.tile, op, *r.constant, t), std::nullopt};
+  Val Binary(const std::string& op, const std::string& swapped, const Val& l, const Val& r, const TileSpace& t) {
+    if (l.kind() == Kind::kConst && r.kind() == Kind::kConst) return Val::Const(Fold(op, *l.constant, *r.constant));
+    if (l.kind() < r.kind() && !swapped.empty()) return Binary(swapped, op, r, l, t);
+    if (l.kind() >= r.kind()) {
+      const Kind kind = l.kind();
+      if (r.kind() != kind && ScalarForm(op)) return Wrap(ScalarOp(l, op, r, t), kind);
+      return Wrap(TensorOp(l.tile, Materialize(r, t, kind), op, t, kind), kind);
     }
-    if (!swapped.empty()) return Binary(swapped, op, r, l, t);
-    if (op == "subtract") {  // c - x = (x * -1) + c
-      return Val{Scalar(Scalar(r.tile, "multiply", -1.0, t), "add", *l.constant, t), std::nullopt};
+    const Kind kind = r.kind();  // l is a constant or column, r larger, no swapped form
+    if (op == "subtract") {      // l - r = (r * -1) + l
+      return Wrap(ScalarOp(Wrap(ScalarOp(r, "multiply", Val::Const(-1.0), t), kind), "add", l, t), kind);
     }
-    if (op == "divide") {  // c / x = reciprocal(x) * c
-      return Val{Scalar(Act(r.tile, "reciprocal", t), "multiply", *l.constant, t), std::nullopt};
+    if (op == "divide") {  // l / r = reciprocal(r) * l
+      return Wrap(ScalarOp(Wrap(Act(r, "reciprocal", t), kind), "multiply", l, t), kind);
     }
-    return Val{Tensor(Materialize(l, t), r.tile, op, t), std::nullopt};
+    return Wrap(TensorOp(Materialize(l, t, kind), r.tile, op, t, kind), kind);
   }
 
-  static std::string CmpName(mlir::arith::CmpFPredicate p, std::string* swapped) {
+  // A comparison, exact for NaN: ordered predicates are false and unordered ones true when an
+  // operand is NaN (VectorE's comparisons are ordered, not_equal is unordered).
+  Val Compare(mlir::arith::CmpFPredicate p, const Val& a, const Val& b, const TileSpace& t) {
     using P = mlir::arith::CmpFPredicate;
+    auto uno = [&]() {
+      const Val na = Binary("not_equal", "not_equal", a, a, t);
+      if (a.tile == b.tile && a.constant == b.constant) return na;
+      return Binary("logical_or", "logical_or", na, Binary("not_equal", "not_equal", b, b, t), t);
+    };
+    auto ordered = [&](P q) -> Val {
+      switch (q) {
+        case P::OEQ: return Binary("is_equal", "is_equal", a, b, t);
+        case P::OGT: return Binary("is_gt", "is_lt", a, b, t);
+        case P::OGE: return Binary("is_ge", "is_le", a, b, t);
+        case P::OLT: return Binary("is_lt", "is_gt", a, b, t);
+        case P::OLE: return Binary("is_le", "is_ge", a, b, t);
+        default: return Binary("logical_or", "logical_or", Binary("is_lt", "is_gt", a, b, t), Binary("is_gt", "is_lt", a, b, t), t);  // ONE
+      }
+    };
     switch (p) {
-      case P::OEQ: case P::UEQ: *swapped = "is_equal"; return "is_equal";
-      case P::ONE: case P::UNE: *swapped = "not_equal"; return "not_equal";
-      case P::OGT: case P::UGT: *swapped = "is_lt"; return "is_gt";
-      case P::OGE: case P::UGE: *swapped = "is_le"; return "is_ge";
-      case P::OLT: case P::ULT: *swapped = "is_gt"; return "is_lt";
-      case P::OLE: case P::ULE: *swapped = "is_ge"; return "is_le";
-      default: return "";
+      case P::AlwaysFalse: return Val::Const(0);
+      case P::AlwaysTrue: return Val::Const(1);
+      case P::OEQ: case P::OGT: case P::OGE: case P::OLT: case P::OLE: case P::ONE: return ordered(p);
+      case P::UNE: return Binary("not_equal", "not_equal", a, b, t);
+      case P::UNO: return uno();
+      case P::ORD: return Binary("logical_and", "logical_and", Binary("is_equal", "is_equal", a, a, t), Binary("is_equal", "is_equal", b, b, t), t);
+      case P::UEQ: return Binary("logical_or", "logical_or", ordered(P::OEQ), uno(), t);
+      case P::UGT: return Binary("logical_or", "logical_or", ordered(P::OGT), uno(), t);
+      case P::UGE: return Binary("logical_or", "logical_or", ordered(P::OGE), uno(), t);
+      case P::ULT: return Binary("logical_or", "logical_or", ordered(P::OLT), uno(), t);
+      case P::ULE: return Binary("logical_or", "logical_or", ordered(P::OLE), uno(), t);
     }
+    return Val::Const(0);
+  }
+
+  // select(c, a, b): a copy of b, then a predicated copy of a where c holds.
+  Val Select(const Val& c, const Val& a, const Val& b, const TileSpace& t) {
+    if (c.kind() == Kind::kConst) return *c.constant != 0 ? a : b;
+    const Kind kind = std::max({c.kind(), a.kind(), b.kind()});
+    const mlir::Type element = a.tile && !b.tile ? TileElement(a.tile) : b.tile ? TileElement(b.tile) : b_.getF32Type();
+    Value dst = NewTile(t, kind, element);
+    Value from = Materialize(b, t, kind);
+    if (TileElement(from) == element) {
+      Make<TensorCopyOp>(from, dst);
+    } else {
+      Make<TensorCopyOp>(from, dst);  // a cast
+    }
+    Value src = Materialize(a, t, kind);
+    if (TileElement(src) != element) {
+      Value cast = NewTile(t, kind, element);
+      Make<TensorCopyOp>(src, cast);
+      src = cast;
+    }
+    Value pred = c.kind() == kind ? c.tile : Materialize(c, t, kind);
+    if (!TileElement(pred).isa<mlir::IntegerType>()) {  // a float condition: compare with 0
+      pred = TensorOp(pred, Materialize(Val::Const(0), t, kind), "not_equal", t, kind);
+    }
+    Make<CopyPredicatedOp>(src, pred, dst);
+    return Wrap(dst, kind);
+  }
+
+  // The value of `v` for tile `t`: computed in the body, or defined before the generic (a
+  // constant; a scalar loaded from an HBM buffer becomes a column; arith on those).
+  std::optional<Val> Get(Value v, const TileSpace& t, llvm::DenseMap<Value, Val>& vals) {
+    if (auto it = vals.find(v); it != vals.end()) return it->second;
+    if (auto c = ConstantOf(v)) return Val::Const(*c);
+    mlir::Operation* def = v.getDefiningOp();
+    if (!def) return std::nullopt;
+    if (auto load = mlir::dyn_cast<mlir::memref::LoadOp>(def)) {
+      std::string why;
+      auto hbm = HbmOf(load.getMemref(), &why);
+      if (!hbm) return std::nullopt;
+      int64_t offset = 0;
+      for (size_t i = 0; i < load.getIndices().size(); ++i) {
+        auto idx = load.getIndices()[i].getDefiningOp<mlir::arith::ConstantIndexOp>();
+        if (!idx) return std::nullopt;
+        offset += idx.value() * hbm->strides[i];
+      }
+      Value col = Sbuf(t.partition.count, {1}, DeviceType(load.getType()));
+      auto dma = Make<DmaCopyOp>(load.getMemref(), col);
+      mlir::Builder b(dma->getContext());
+      dma->setAttr(kHbmOffsetAttr, b.getI64IntegerAttr(offset));
+      dma->setAttr(kHbmSizesAttr, b.getDenseI64ArrayAttr({t.partition.count, 1}));
+      dma->setAttr(kHbmStridesAttr, b.getDenseI64ArrayAttr({0, 1}));
+      return vals[v] = Val::Column(col);
+    }
+    if (def->getNumResults() != 1 || !def->getDialect() ||
+        (def->getDialect()->getNamespace() != "arith" && def->getDialect()->getNamespace() != "math")) {
+      return std::nullopt;
+    }
+    for (Value operand : def->getOperands()) {
+      if (!Get(operand, t, vals)) return std::nullopt;
+    }
+    if (mlir::failed(LowerBodyOp(*def, t, vals))) return std::nullopt;
+    return vals[v];
   }
 
   LogicalResult LowerBodyOp(mlir::Operation& op, const TileSpace& t, llvm::DenseMap<Value, Val>& vals) {
-    auto get = [&](unsigned i) -> std::optional<Val> {
-      Value v = op.getOperand(i);
-      if (auto it = vals.find(v); it != vals.end()) return it->second;
-      if (auto c = ConstantOf(v)) return Val{Value(), *c};
-      return std::nullopt;
-    };
-    auto set = [&](std::optional<Val> v) -> LogicalResult {
-      if (!v) return op.emitOpError("has no trn lowering for these operands");
-      vals[op.getResult(0)] = *v;
+    if (op.getNumResults() != 1) return op.emitOpError("has no trn lowering");
+    llvm::SmallVector<Val> in;
+    for (Value v : op.getOperands()) {
+      std::optional<Val> x = Get(v, t, vals);
+      if (!x) return op.emitOpError("reads a value the trn lowering cannot place on the device");
+      in.push_back(*x);
+    }
+    auto set = [&](const Val& v) -> LogicalResult {
+      vals[op.getResult(0)] = v;
       return success();
     };
     if (auto c = mlir::dyn_cast<mlir::arith::ConstantOp>(op)) {
       auto v = ConstantOf(c);
       if (!v) return op.emitOpError("constant of this type has no trn lowering");
-      return set(Val{Value(), *v});
-    }
-    for (unsigned i = 0; i < op.getNumOperands(); ++i) {
-      if (!get(i)) return op.emitOpError("reads a value from outside the body (no trn lowering yet)");
+      return set(Val::Const(*v));
     }
     struct BinaryName { const char* op; const char* swapped; };
     std::optional<BinaryName> bin;
-    if (mlir::isa<mlir::arith::AddFOp, mlir::arith::AddIOp>(op)) bin = BinaryName{"add", "add"};
+    if (mlir::isa<mlir::arith::AddFOp>(op)) bin = BinaryName{"add", "add"};
     else if (mlir::isa<mlir::arith::SubFOp>(op)) bin = BinaryName{"subtract", ""};
     else if (mlir::isa<mlir::arith::MulFOp>(op)) bin = BinaryName{"multiply", "multiply"};
     else if (mlir::isa<mlir::arith::DivFOp>(op)) bin = BinaryName{"divide", ""};
     else if (mlir::isa<mlir::arith::MaxFOp>(op)) bin = BinaryName{"maximum", "maximum"};
     else if (mlir::isa<mlir::arith::MinFOp>(op)) bin = BinaryName{"minimum", "minimum"};
     else if (mlir::isa<mlir::math::PowFOp>(op)) bin = BinaryName{"power", ""};
-    if (bin) return set(Binary(bin->op, bin->swapped, *get(0), *get(1), t));
+    if (bin) return set(Binary(bin->op, bin->swapped, in[0], in[1], t));
     if (mlir::isa<mlir::arith::AndIOp, mlir::arith::OrIOp, mlir::arith::XOrIOp>(op)) {
       if (!op.getResult(0).getType().isInteger(1)) return op.emitOpError("integer bit operation has no trn lowering");
       const char* name = mlir::isa<mlir::arith::AndIOp>(op) ? "logical_and"
                          : mlir::isa<mlir::arith::OrIOp>(op) ? "logical_or"
                                                              : "not_equal";
-      return set(Binary(name, name, *get(0), *get(1), t));
+      return set(Binary(name, name, in[0], in[1], t));
     }
-    if (auto cmp = mlir::dyn_cast<mlir::arith::CmpFOp>(op)) {
-      std::string swapped;
-      const std::string name = CmpName(cmp.getPredicate(), &swapped);
-      if (name.empty()) return op.emitOpError("comparison predicate has no trn lowering");
-      return set(Binary(name, swapped, *get(0), *get(1), t));
-    }
+    if (auto cmp = mlir::dyn_cast<mlir::arith::CmpFOp>(op)) return set(Compare(cmp.getPredicate(), in[0], in[1], t));
+    if (mlir::isa<mlir::arith::SelectOp>(op)) return set(Select(in[0], in[1], in[2], t));
     if (mlir::isa<mlir::arith::NegFOp>(op)) {
-      Val x = *get(0);
-      if (x.constant) return set(Val{Value(), -*x.constant});
-      return set(Val{Scalar(x.tile, "multiply", -1.0, t), std::nullopt});
+      if (in[0].kind() == Kind::kConst) return set(Val::Const(-*in[0].constant));
+      return set(Wrap(ScalarOp(in[0], "multiply", Val::Const(-1.0), t), in[0].kind()));
     }
     if (mlir::isa<mlir::arith::ExtFOp, mlir::arith::SIToFPOp, mlir::arith::UIToFPOp, mlir::arith::ExtUIOp>(op)) {
-      return set(*get(0));  // tiles are read as fp32 by every engine: widening is free
+      return set(in[0]);  // every engine reads tiles as fp32: widening is free
     }
     if (mlir::isa<mlir::arith::TruncFOp>(op)) {
-      Val x = *get(0);
-      if (x.constant) return set(x);  // a constant rounds where it is used
-      Value narrow = Sbuf(t.partition.count, t.FreeShape(), op.getResult(0).getType());
-      Make<TensorCopyOp>(x.tile, narrow);
-      return set(Val{narrow, std::nullopt});
+      const mlir::Type to = op.getResult(0).getType();
+      if (in[0].kind() == Kind::kConst || to.isF32() || to.isF64()) return set(in[0]);  // f64 is f32 here
+      Value narrow = NewTile(t, in[0].kind(), to);
+      Make<TensorCopyOp>(in[0].tile, narrow);
+      return set(Wrap(narrow, in[0].kind()));
     }
     const char* func = mlir::isa<mlir::math::ExpOp>(op)     ? "exp"
                        : mlir::isa<mlir::math::LogOp>(op)   ? "log"
                        : mlir::isa<mlir::math::TanhOp>(op)  ? "tanh"
                        : mlir::isa<mlir::math::SqrtOp>(op)  ? "sqrt"
                        : mlir::isa<mlir::math::RsqrtOp>(op) ? "rsqrt"
+                       : mlir::isa<mlir::math::ErfOp>(op)   ? "erf"
                                                             : nullptr;
     if (func) {
-      Val x = *get(0);
-      if (x.constant) return op.emitOpError("on a constant: expected folded before trn-lower-linalg");
-      return set(Val{Act(x.tile, func, t), std::nullopt});
+      if (in[0].kind() == Kind::kConst) return op.emitOpError("on a constant: expected folded before trn-lower-linalg");
+      return set(Wrap(Act(in[0], func, t), in[0].kind()));
     }
     if (mlir::isa<mlir::math::AbsFOp>(op)) {  // |x| = max(x, -x)
-      Val x = *get(0);
-      if (x.constant) return set(Val{Value(), std::abs(*x.constant)});
-      return set(Val{Tensor(x.tile, Scalar(x.tile, "multiply", -1.0, t), "maximum", t), std::nullopt});
+      if (in[0].kind() == Kind::kConst) return set(Val::Const(std::abs(*in[0].constant)));
+      return set(Binary("maximum", "maximum", in[0], Binary("multiply", "multiply", in[0], Val::Const(-1.0), t), t));
     }
     return op.emitOpError("has no trn lowering");
   }

@@ -101,7 +101,9 @@ mlir::LogicalResult DmaCopyOp::verify() {
     for (int64_t s : sizes.asArrayRef()) n *= s;
     (src.isa<mlir::MemRefType>() ? a : b).elements = n;
   }
-  if (a.element != b.element) {
+  // The NeuronCore has no f64: f64 HBM buffers (runtime scalars, accumulators) hold f32.
+  auto device = [](mlir::Type t) { return t.isF64() ? mlir::Float32Type::get(t.getContext()) : t; };
+  if (device(a.element) != device(b.element)) {
     return emitOpError("element types differ (") << a.element << " vs " << b.element
                                                    << "); DMA does not convert, use tensor_copy";
   }
@@ -139,7 +141,9 @@ mlir::LogicalResult MatmulOp::verify() {
 }
 
 const char* const ActivationOp::kFunctions[] = {"identity", "exp", "log", "tanh", "gelu", "gelu_tanh", "sigmoid",
-                                                 "relu", "silu", "rsqrt", "sqrt", "square", "reciprocal", nullptr};
+                                                 "relu", "silu", "rsqrt", "sqrt", "square", "reciprocal",
+                                                 "erf",  // [NLERF]
+                                                 nullptr};
 
 namespace {
 
@@ -266,6 +270,24 @@ mlir::LogicalResult TensorScalarOp::verify() {
     if (c.getPartitions() != d.partitions || c.freeElements() != 1) {
       return emitOpError("the column holds one value per partition: a [") << d.partitions << ", [1]] tile";
     }
+  }
+  return mlir::success();
+}
+
+mlir::LogicalResult CopyPredicatedOp::verify() {
+  const Shape d = ShapeOf(getDst().getType());
+  if (!(ShapeOf(getSrc().getType()) == d) || !(ShapeOf(getPredicate().getType()) == d)) {
+    return emitOpError("source, predicate and destination tiles differ in shape");
+  }
+  auto element = [](mlir::Type t) {
+    if (auto s = t.dyn_cast<SbufTileType>()) return s.getElementType();
+    return t.cast<PsumTileType>().getElementType();
+  };
+  if (!element(getPredicate().getType()).isa<mlir::IntegerType>()) {
+    return emitOpError("the predicate must be an integer tile ([TCP]: uint8/16/32)");
+  }
+  if (element(getSrc().getType()) != element(getDst().getType())) {
+    return emitOpError("source and destination element types differ");
   }
   return mlir::success();
 }

@@ -28,7 +28,7 @@ namespace nc = ::trn::runtime::neuroncore;
 constexpr int64_t kChunk = 64;  // hazard-tracking granule in SBUF/PSUM, bytes per partition
 
 absl::StatusOr<nc::DType> DTypeOf(mlir::Type t) {
-  if (t.isF32()) return nc::DType::kF32;
+  if (t.isF32() || t.isF64()) return nc::DType::kF32;  // no f64 on the device: the runtime passes f32
   if (t.isBF16()) return nc::DType::kBF16;
   if (t.isF16()) return nc::DType::kF16;
   if (t.isInteger(32)) return nc::DType::kI32;
@@ -107,9 +107,9 @@ class Emitter {
     }
     int64_t extent = 1;
     for (int64_t d = 0; d < type.getRank(); ++d) {
-      if (type.getShape()[d] == 0) extent = 0;
+      if (type.getShape()[d] == 0 || mlir::ShapedType::isDynamic(type.getShape()[d])) extent = 0;  // dynamic: the binding's size
     }
-    if (extent != 0) {
+    if (extent != 0 && type.hasStaticShape()) {
       for (int64_t d = 0; d < type.getRank(); ++d) extent += (type.getShape()[d] - 1) * std::abs(strides[d]);
     }
     nc::Buffer b;
@@ -219,6 +219,9 @@ class Emitter {
       operands.push_back(ts.getDst());
       in.func = static_cast<uint32_t>(TableIndex(kAluOps, ts.getOp()));
       if (ts.getImm()) in.imm = ts.getImm()->convertToDouble();
+    } else if (auto cp = mlir::dyn_cast<CopyPredicatedOp>(op)) {
+      in.opcode = nc::Opcode::kCopyPredicated;
+      operands = {cp.getSrc(), cp.getPredicate(), cp.getDst()};
     } else if (auto r = mlir::dyn_cast<TensorReduceOp>(op)) {
       in.opcode = nc::Opcode::kTensorReduce;
       operands = {r.getSrc(), r.getDst()};
@@ -250,7 +253,8 @@ class Emitter {
     Pending p;
     p.in = std::move(in);
     p.need.fill(-1);
-    const bool reads_dst = p.in.opcode == nc::Opcode::kMatmul && (p.in.flags & nc::Instruction::kAccumulate);
+    const bool reads_dst = (p.in.opcode == nc::Opcode::kMatmul && (p.in.flags & nc::Instruction::kAccumulate)) ||
+                           p.in.opcode == nc::Opcode::kCopyPredicated;
     for (size_t i = 0; i < p.in.operands.size(); ++i) {
       const bool write = i + 1 == p.in.operands.size();
       Touch(p.in.operands[i], e, index, write, &p.need);

@@ -153,6 +153,21 @@ def Trn_TensorScalarOp : Trn_Op<"tensor_scalar"> {
   let hasVerifier = 1;
 }
 
+def Trn_CopyPredicatedOp : Trn_Op<"copy_predicated"> {
+  let summary = "VectorE: dst = predicate ? src : dst, element by element";
+  let description = [{
+    `trn.copy_predicated %src, %predicate, %dst` after nki.isa.tensor_copy_predicated ([TCP] in
+    docs/trn_target.md): where the predicate (an integer tile, i1 here: one byte per element)
+    is non-zero the element of `src` is copied, elsewhere `dst` keeps its value. The three tiles
+    have the same shape; src and dst the same element type. How `select` lowers, exactly
+    (no arithmetic on the unselected value, so inf and NaN stay where they were).
+  }];
+  let arguments = (ins Arg<Trn_AnyTile, "", [MemRead]>:$src, Arg<Trn_AnyTile, "", [MemRead]>:$predicate,
+                       Arg<Trn_SbufTile, "", [MemRead, MemWrite]>:$dst);
+  let assemblyFormat = "$src `,` $predicate `,` $dst attr-dict `:` qualified(type($src)) `,` qualified(type($predicate)) `,` qualified(type($dst))";
+  let hasVerifier = 1;
+}
+
 def Trn_TensorReduceOp : Trn_Op<"tensor_reduce"> {
   let summary = "VectorE: reduce the free axes of each partition (add, maximum, minimum)";
   let arguments = (ins Arg<Trn_AnyTile, "", [MemRead]>:$src, Arg<Trn_SbufTile, "", [MemWrite]>:$dst, StrAttr:$op);

@@ -63,7 +63,7 @@ struct Access {
 
 enum class Opcode : uint16_t {
   kDmaCopy = 0, kMatmul, kTranspose, kActivation, kTensorTensor, kTensorScalar, kTensorReduce,
-  kTensorCopy, kIota, kMemset, kSignal, kWait,
+  kTensorCopy, kIota, kMemset, kSignal, kWait, kCopyPredicated,
   kCount  // not an opcode
 };
 const char* OpcodeName(Opcode op);

@@ -122,6 +122,7 @@ float Activation(uint32_t func, float x) {
     case 10: return std::sqrt(x);
     case 11: return x * x;
     case 12: return 1.0f / x;
+    case 13: return std::erf(x);
   }
   return std::nanf("");
 }
@@ -338,6 +339,24 @@ class Core {
         }
         return in.opcode == Opcode::kIota ? cycles(150.0 + static_cast<double>(d.free()))  // [COST] iota
                                           : cycles(std::max<double>(min_ii, static_cast<double>(d.free())));
+      }
+      case Opcode::kCopyPredicated: {
+        if (auto st = need(3); !st.ok()) return st;
+        const View &s = v[0], &pred = v[1], &d = v[2];
+        if (s.partitions() != d.partitions() || pred.partitions() != d.partitions() || s.free() != d.free() ||
+            pred.free() != d.free()) {
+          return absl::InvalidArgumentError("copy_predicated: tiles differ in shape");
+        }
+        if (functional) {
+          for (int64_t p = 0; p < d.partitions(); ++p) {
+            for (int64_t f = 0; f < d.free(); ++f) {
+              if (pred.Get(p, f) != 0.0f) d.Set(p, f, s.Get(p, f));
+            }
+          }
+        }
+        const bool one_psum = (s_.buffers[in.operands[0].buffer].space == Space::kPsum) !=
+                              (s_.buffers[in.operands[1].buffer].space == Space::kPsum);
+        return cycles(std::max<double>(min_ii, (one_psum ? 1.0 : 2.0) * static_cast<double>(d.free())));  // [TCP]
       }
       case Opcode::kSignal:
       case Opcode::kWait:
