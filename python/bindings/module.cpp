@@ -16,6 +16,7 @@
 #include "runtime/profiler.h"
 #include "runtime/blocking.h"
 #include "mlir_lowering/lowering_registry.h"
+#include "runtime/device_model.h"
 #include "runtime/knobs.h"
 #include "runtime/op_error.h"
 #include "trace/device_state.h"
@@ -148,6 +149,30 @@ py::dict Stats() {
   }
   out["unlowered_ops"] = unlowered;
   out["compile_failures"] = failures;
+  out["target"] = state.knobs.target;
+  if (runtime::DeviceModel* device = runtime::DeviceModel::Get(); device != nullptr) {
+    const runtime::DeviceSnapshot d = device->Snapshot();
+    py::dict dev, engines;
+    dev["target"] = d.target;
+    dev["modeled_ns"] = d.modeled_ns;
+    for (int e = 0; e < runtime::neuroncore::kEngines; ++e) {
+      engines[py::str(runtime::neuroncore::EngineName(static_cast<runtime::neuroncore::Engine>(e)))] = d.engine_busy_ns[e];
+    }
+    dev["engine_busy_ns"] = engines;
+    dev["instructions"] = d.instructions;
+    dev["dma_bytes"] = d.dma_bytes;
+    dev["matmul_flops"] = d.matmul_flops;
+    dev["groups_on_device"] = d.groups_on_device;
+    dev["ops_on_device"] = d.ops_on_device;
+    dev["groups_on_host"] = d.groups_on_host;
+    dev["ops_on_host"] = d.ops_on_host;
+    dev["host_transfer_bytes"] = d.host_transfer_bytes;
+    dev["host_transfer_ns"] = d.host_transfer_ns;
+    py::dict fallbacks;
+    for (const auto& [reason, count] : state.stream.compiler().trn_fallbacks()) fallbacks[py::str(reason)] = count;
+    dev["host_group_reasons"] = fallbacks;
+    out["device"] = dev;
+  }
   return out;
 }
 
@@ -206,7 +231,10 @@ PYBIND11_MODULE(_C, m) {
   m.def("mode", [] { return std::string(trn::runtime::ModeName(StateOrRaise().knobs.mode)); });
   m.def("launch_blocking", [] { return StateOrRaise().knobs.launch_blocking; });
   m.def("stats", &Stats);
-  m.def("reset_stats", [] { StateOrRaise().stats.Reset(); });
+  m.def("reset_stats", [] {
+    StateOrRaise().stats.Reset();
+    if (trn::runtime::DeviceModel* device = trn::runtime::DeviceModel::Get(); device != nullptr) device->Reset();
+  });
   m.def("pending", [] { return StateOrRaise().stream.executor().Pending(); });
   m.def("last_ops", &LastOps, py::arg("n") = 10);
   m.def("current_op", &CurrentOp);

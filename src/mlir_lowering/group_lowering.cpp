@@ -1,5 +1,7 @@
 #include "mlir_lowering/group_lowering.h"
 
+#include "runtime/knobs.h"
+
 #include <ATen/ops/empty.h>
 #include <c10/util/intrusive_ptr.h>
 
@@ -275,9 +277,24 @@ bool View::IsWhole() const {
 }
 
 bool GroupLowering::CanLower(const runtime::OpRecord& record, std::string* why) {
-  if (LoweringRegistry::Global().Find(record.op) == nullptr) {
+  const OpLowering* lowering = LoweringRegistry::Global().Find(record.op);
+  if (lowering == nullptr) {
     *why = "no lowering";
     return false;
+  }
+  // On a trn target, ops the NeuronCore cannot run (ATen-kernel calls other than the matrix
+  // products, integer and f64 tensors) run op by op on the host, outside the groups, so they
+  // do not send a whole group to the host.
+  static const bool trn = [] {
+    const absl::StatusOr<runtime::Knobs>& k = runtime::GetKnobs();
+    return k.ok() && k->target != "host";
+  }();
+  if (trn && lowering->runtime_call) {
+    const std::string name = record.op.schema().name();
+    if (name != "aten::mm" && name != "aten::addmm" && name != "aten::bmm" && name != "aten::baddbmm") {
+      *why = "runtime call (no trn lowering)";
+      return false;
+    }
   }
   bool ok = true;
   auto check = [&](const c10::IValue& v) {
@@ -285,7 +302,11 @@ bool GroupLowering::CanLower(const runtime::OpRecord& record, std::string* why) 
       if (!ok || !t.defined()) {
         return;
       }
-      if (!Supported(t.scalar_type())) {
+      if (trn && runtime::IsDeviceTensor(t) && t.scalar_type() != c10::kFloat && t.scalar_type() != c10::kBFloat16 &&
+          t.scalar_type() != c10::kBool) {
+        *why = absl::StrCat("dtype ", c10::toString(t.scalar_type()), " (no trn lowering)");
+        ok = false;
+      } else if (!Supported(t.scalar_type())) {
         *why = absl::StrCat("dtype ", c10::toString(t.scalar_type()));
         ok = false;
       } else if (!runtime::IsDeviceTensor(t) && t.dim() != 0) {

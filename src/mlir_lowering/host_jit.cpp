@@ -142,23 +142,6 @@ llvm::CodeGenOpt::Level CodeGenLevel(int opt_level) {
   }
 }
 
-mlir::DialectRegistry MakeRegistry() {
-  mlir::DialectRegistry registry;
-  registry.insert<mlir::AffineDialect, mlir::arith::ArithDialect,
-                  mlir::bufferization::BufferizationDialect, mlir::cf::ControlFlowDialect,
-                  mlir::func::FuncDialect, mlir::linalg::LinalgDialect, mlir::LLVM::LLVMDialect,
-                  mlir::math::MathDialect, mlir::memref::MemRefDialect, mlir::scf::SCFDialect,
-                  mlir::tensor::TensorDialect>();
-  mlir::arith::registerBufferizableOpInterfaceExternalModels(registry);
-  mlir::bufferization::func_ext::registerBufferizableOpInterfaceExternalModels(registry);
-  mlir::bufferization::registerAllocationOpInterfaceExternalModels(registry);
-  mlir::linalg::registerBufferizableOpInterfaceExternalModels(registry);
-  mlir::scf::registerBufferizableOpInterfaceExternalModels(registry);
-  mlir::tensor::registerBufferizableOpInterfaceExternalModels(registry);
-  mlir::registerLLVMDialectTranslation(registry);
-  return registry;
-}
-
 // LLVM module -> object file bytes, optimised at `opt_level` for `machine`.
 absl::StatusOr<std::string> EmitObject(llvm::Module& module, llvm::TargetMachine& machine,
                                        int opt_level) {
@@ -193,7 +176,7 @@ absl::StatusOr<ObjectCode> CompileToObject(std::string_view mlir_text, std::stri
   const std::string name(func_name);
   auto start = Clock::now();
 
-  mlir::MLIRContext context(MakeRegistry(), mlir::MLIRContext::Threading::DISABLED);
+  mlir::MLIRContext context(GroupDialectRegistry(), mlir::MLIRContext::Threading::DISABLED);
   llvm::SourceMgr source_mgr;
   source_mgr.AddNewSourceBuffer(
       llvm::MemoryBuffer::getMemBufferCopy(llvm::StringRef(mlir_text.data(), mlir_text.size()),

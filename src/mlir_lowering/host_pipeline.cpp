@@ -13,7 +13,23 @@
 #include "mlir/Conversion/SCFToControlFlow/SCFToControlFlow.h"
 #include "mlir/Dialect/Bufferization/Transforms/OneShotAnalysis.h"
 #include "mlir/Dialect/Bufferization/Transforms/Passes.h"
+#include "mlir/Dialect/Affine/IR/AffineOps.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Arith/Transforms/BufferizableOpInterfaceImpl.h"
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/Bufferization/Transforms/FuncBufferizableOpInterfaceImpl.h"
+#include "mlir/Dialect/ControlFlow/IR/ControlFlow.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Linalg/Transforms/BufferizableOpInterfaceImpl.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/SCF/Transforms/BufferizableOpInterfaceImpl.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Dialect/Tensor/Transforms/BufferizableOpInterfaceImpl.h"
+#include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
 #include "mlir/Dialect/Linalg/Passes.h"
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
 #include "mlir/Pass/PassManager.h"
@@ -24,7 +40,24 @@
 
 namespace trn::mlir_lowering {
 
-void buildHostPipeline(mlir::OpPassManager& pm) {
+mlir::DialectRegistry GroupDialectRegistry() {
+  mlir::DialectRegistry registry;
+  registry.insert<mlir::AffineDialect, mlir::arith::ArithDialect,
+                  mlir::bufferization::BufferizationDialect, mlir::cf::ControlFlowDialect,
+                  mlir::func::FuncDialect, mlir::linalg::LinalgDialect, mlir::LLVM::LLVMDialect,
+                  mlir::math::MathDialect, mlir::memref::MemRefDialect, mlir::scf::SCFDialect,
+                  mlir::tensor::TensorDialect>();
+  mlir::arith::registerBufferizableOpInterfaceExternalModels(registry);
+  mlir::bufferization::func_ext::registerBufferizableOpInterfaceExternalModels(registry);
+  mlir::bufferization::registerAllocationOpInterfaceExternalModels(registry);
+  mlir::linalg::registerBufferizableOpInterfaceExternalModels(registry);
+  mlir::scf::registerBufferizableOpInterfaceExternalModels(registry);
+  mlir::tensor::registerBufferizableOpInterfaceExternalModels(registry);
+  mlir::registerLLVMDialectTranslation(registry);
+  return registry;
+}
+
+void buildGroupFront(mlir::OpPassManager& pm, bool extern_calls) {
   using mlir::func::FuncOp;
   namespace bufferization = mlir::bufferization;
 
@@ -42,9 +75,16 @@ void buildHostPipeline(mlir::OpPassManager& pm) {
   pm.addPass(bufferization::createOneShotBufferizePass(options));
   pm.addPass(bufferization::createDropEquivalentBufferResultsPass());
   pm.addPass(createCheckNoResultsPass());
-  pm.addPass(createExternCallsPass());
+  if (extern_calls) pm.addPass(createExternCallsPass());
   pm.addPass(createStaticStridesPass());
   pm.addPass(mlir::createCanonicalizerPass());
+}
+
+void buildHostPipeline(mlir::OpPassManager& pm) {
+  using mlir::func::FuncOp;
+  namespace bufferization = mlir::bufferization;
+
+  buildGroupFront(pm, /*extern_calls=*/true);
   pm.addNestedPass<FuncOp>(bufferization::createBufferDeallocationPass());
 
   // 4. Loops. expand-strided-metadata emits affine.apply, so lower-affine comes after it.

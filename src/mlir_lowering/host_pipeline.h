@@ -14,6 +14,8 @@
 // Thread-safety: these functions only build pass managers; they are safe to call from any thread.
 #pragma once
 
+#include "mlir/IR/DialectRegistry.h"
+
 #include "mlir_lowering/host_passes.h"
 
 namespace mlir {
@@ -33,6 +35,14 @@ namespace trn::mlir_lowering {
 //      dialect (remaining math ops without an LLVM intrinsic become libm calls).
 // Textually: see README.md in this folder.
 void buildHostPipeline(mlir::OpPassManager& pm);
+
+// Stages 1-3 of the host pipeline (fusion, destination passing, bufferization, static strides,
+// canonicalize): the form the trn pipeline starts from too. `extern_calls`: turn runtime-call
+// placeholders into calls (the host's way); the trn pipeline keeps them, to name them.
+void buildGroupFront(mlir::OpPassManager& pm, bool extern_calls);
+
+// The dialects (and their bufferization models) a group module uses, for a fresh context.
+mlir::DialectRegistry GroupDialectRegistry();
 
 // Registers the passes of host_passes.h and this pipeline as `trn-host-pipeline` with MLIR's
 // global registries, for an -opt driver. Idempotent.

@@ -1,5 +1,8 @@
 #include "runtime/compiled_run.h"
 
+#include "runtime/device_model.h"
+#include "runtime/neuroncore/instruction_stream.h"
+
 #include <ATen/ops/empty.h>
 #include <ATen/ops/from_blob.h>
 #include <c10/core/impl/LocalDispatchKeySet.h>
@@ -148,6 +151,48 @@ constexpr std::array<Caller, sizeof...(N)> MakeCallers(std::index_sequence<N...>
 
 }  // namespace
 
+// A trn group: binding i is the entry point's argument i (ctx, inputs, outputs); the runtime
+// scalars (f64 on the host) are passed as f32, the NeuronCore having no f64; staged outputs go
+// through a scratch buffer, as on the host.
+static absl::Status RunOnDevice(const CompiledUnit& unit, const std::vector<OpRecord>& ops) {
+  DeviceModel* device = DeviceModel::Get();
+  if (device == nullptr) return absl::InternalError("a trn group, but NEURON_TARGET is host");
+  if (!unit.checks.empty()) return absl::InternalError("a trn group with device-side checks");
+  try {
+    std::vector<neuroncore::HostBinding> bindings;
+    bindings.push_back({nullptr, 0});  // ctx
+    std::vector<at::Tensor> keep;
+    for (const at::Tensor& t : unit.inputs) {
+      at::Tensor in = t;
+      if (t.scalar_type() == c10::kDouble) {
+        in = HostAlias(t).to(c10::kFloat).contiguous();
+        keep.push_back(in);
+        bindings.push_back({in.data_ptr(), ViewBytes(in)});
+        continue;
+      }
+      bindings.push_back({HostAlias(t).data_ptr(), ViewBytes(t)});
+    }
+    std::vector<at::Tensor> scratch(unit.outputs.size());
+    for (size_t i = 0; i < unit.outputs.size(); ++i) {
+      const OutputBuffer& out = unit.outputs[i];
+      if (out.staged) {
+        scratch[i] = at::empty(out.tensor.sizes(), at::TensorOptions().dtype(out.tensor.scalar_type()));
+        bindings.push_back({scratch[i].data_ptr(), ViewBytes(scratch[i])});
+      } else {
+        bindings.push_back({HostAlias(out.tensor).data_ptr(), ViewBytes(out.tensor)});
+      }
+    }
+    absl::Status status = device->Run(*unit.code->stream, bindings, ops);
+    if (!status.ok()) return absl::InternalError(absl::StrCat("NeuronCore model: ", status.message()));
+    for (size_t i = 0; i < unit.outputs.size(); ++i) {
+      if (unit.outputs[i].staged) HostAlias(unit.outputs[i].tensor).copy_(scratch[i]);
+    }
+  } catch (...) {
+    return StatusFromCurrentException();
+  }
+  return absl::OkStatus();
+}
+
 void* ExternEntry(int tensors) {
   static const auto table = MakeExternTable(std::make_index_sequence<kMaxExternOperands>{});
   if (tensors < 1 || tensors > kMaxExternOperands) {
@@ -165,6 +210,9 @@ absl::Status RunCompiledUnit(const CompiledUnit& unit, const std::vector<OpRecor
     return absl::InternalError(absl::StrCat("compiled group called with ", unit.inputs.size(), " inputs and ",
                                             unit.outputs.size(), " outputs; it takes ", code.num_inputs, " and ",
                                             code.num_outputs));
+  }
+  if (code.stream != nullptr) {
+    return RunOnDevice(unit, ops);
   }
   try {
     c10::impl::ExcludeDispatchKeyGuard no_autograd(c10::autograd_dispatch_keyset_with_ADInplaceOrView);

@@ -30,8 +30,14 @@ inline constexpr int kMaxCompiledArgs = 96;    // ctx + inputs + outputs of one 
 inline constexpr int kMaxExternOperands = 16;  // tensors of one extern call
 
 // Loaded, callable code of one group. `keep_alive` owns the code (the loaded object).
+namespace neuroncore {
+struct InstructionStream;
+}
+
 struct CompiledCode {
-  void* entry = nullptr;
+  void* entry = nullptr;  // host code; null when `stream` is set
+  // NEURON_TARGET=trn2|trn3: the group's NeuronCore instruction stream, run by DeviceModel.
+  std::shared_ptr<const neuroncore::InstructionStream> stream;
   std::shared_ptr<const void> keep_alive;
   int num_inputs = 0;
   int num_outputs = 0;

@@ -1,5 +1,7 @@
 #include "runtime/executor.h"
 
+#include "runtime/device_model.h"
+
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "runtime/host_view.h"
@@ -332,6 +334,13 @@ void Executor::RunCompiled(ExecUnit& unit) {
   absl::Status status = RunCompiledUnit(*unit.compiled, unit.ops, &failed);
   if (status.ok()) {
     stats_->CountCompiledRun(n, unit.compiled->bytes_written);
+    DeviceModel* device = DeviceModel::Get();
+    if (device != nullptr && unit.compiled->code->stream == nullptr) {  // host code under a trn target
+      int64_t bytes = 0;
+      for (const at::Tensor& t : unit.compiled->inputs) bytes += ViewBytes(t);
+      for (const OutputBuffer& o : unit.compiled->outputs) bytes += ViewBytes(o.tensor);
+      device->ChargeHost(bytes, n, /*group=*/true);
+    }
   }
   for (int64_t i = 0; i < n; ++i) {
     stats_->CountExecuted();
@@ -357,6 +366,17 @@ void Executor::RunOpByOp(ExecUnit& unit, bool poisoned, bool profile) {
     if (!poisoned) {
       status = ExecuteRecord(record);
       stats_->CountExecuted();
+      if (DeviceModel* device = DeviceModel::Get(); device != nullptr) {  // an op on the host under a trn target
+        int64_t bytes = 0;
+        auto count = [&](const c10::IValue& v) {
+          ForEachTensor(v, [&](const at::Tensor& t) {
+            if (t.defined() && IsDeviceTensor(t)) bytes += ViewBytes(t);
+          });
+        };
+        for (const c10::IValue& a : record.args) count(a);
+        for (const c10::IValue& o : record.outputs) count(o);
+        device->ChargeHost(bytes, 1, /*group=*/false);
+      }
     }
     if (profile) {
       profiler::Event e;

@@ -67,6 +67,12 @@ const std::vector<KnobSpec>& KnobSpecs() {
       {"NEURON_MODE", "eager", "eager | adaptive | compile",
        "How recorded ops execute: op by op (eager), small groups compiled in the background "
        "(adaptive), or whole segments compiled at sync points (compile). Read once at import."},
+      {"NEURON_TARGET", "host", "host | trn2 | trn3",
+       "What compiled groups run on: host code (LLVM, this machine's CPU), or the instruction "
+       "stream of a Trainium NeuronCore (trn2, trn3) executed by the NeuronCore model with "
+       "modeled time (docs/trn_target.md). Under trn targets a group the trn pipeline cannot "
+       "lower runs as host code, its transfers charged; eager mode compiles each op signature "
+       "once. Read once at import."},
       {"NEURON_LAUNCH_BLOCKING", "0", "0 | 1",
        "Execute each op before the Python call returns (errors surface at the op's own line)."},
       {"NEURON_MAX_PENDING_OPS", "4096", "integer >= 1",
@@ -150,6 +156,14 @@ absl::StatusOr<Knobs> ParseKnobs(const EnvLookup& lookup) {
     } else {
       return BadValue(Spec("NEURON_MODE"), *v);
     }
+  }
+  if (auto v = lookup("NEURON_TARGET")) {
+    std::string target = absl::AsciiStrToLower(*v);
+    if (target.empty()) target = "host";
+    if (target != "host" && target != "trn2" && target != "trn3") {
+      return BadValue(Spec("NEURON_TARGET"), *v);
+    }
+    knobs.target = target;
   }
   if (auto v = lookup("NEURON_LAUNCH_BLOCKING")) {
     auto b = ParseBool(Spec("NEURON_LAUNCH_BLOCKING"), *v);

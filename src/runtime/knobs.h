@@ -32,6 +32,7 @@ struct KnobSpec {
 // Parsed values of every knob.
 struct Knobs {
   Mode mode = Mode::kEager;
+  std::string target = "host";      // NEURON_TARGET: host | trn2 | trn3
   bool launch_blocking = false;
   int64_t max_pending_ops = 4096;  // recording blocks beyond this many unexecuted ops
   int64_t last_ops_capacity = 256;  // ring buffer behind torch_trn.last_ops()

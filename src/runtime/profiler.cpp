@@ -100,6 +100,29 @@ void Add(Event event) {
   r.events.push_back(std::move(event));
 }
 
+void AddToLane(Event event, const std::string& lane_name) {
+  Recorder& r = R();
+  absl::MutexLock lock(&r.mu);
+  if (!Enabled()) {
+    return;
+  }
+  const double start_us = static_cast<double>(g_start_ns.load(std::memory_order_relaxed)) / 1000.0;
+  if (event.end_us < start_us) {
+    return;
+  }
+  event.begin_us = std::max(event.begin_us, start_us);
+  int lane = 0;
+  for (const auto& [id, name] : r.lane_names) {
+    if (name == lane_name) lane = id;
+  }
+  if (lane == 0) {
+    lane = r.next_lane++;
+    r.lane_names[lane] = lane_name;
+  }
+  event.lane = lane;
+  r.events.push_back(std::move(event));
+}
+
 absl::Status Start(const std::string& mode) {
   Recorder& r = R();
   absl::MutexLock lock(&r.mu);

@@ -46,6 +46,9 @@ void NameThisThread(std::string name);
 void NameThisThreadIfUnnamed(const char* name);
 // Appends `event` (its lane is set to the calling thread's). Ignored when no profile is active.
 void Add(Event event);
+// Appends `event` to the lane named `lane_name` (created at its first event), not the calling
+// thread's: the NeuronCore model's engine lanes, whose times are modeled, not measured.
+void AddToLane(Event event, const std::string& lane_name);
 
 // Starts a profile (FailedPrecondition if one is active). `mode` goes into the file's metadata.
 absl::Status Start(const std::string& mode);

@@ -14,6 +14,8 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_format.h"
 #include "mlir_lowering/host_jit.h"
+#include "mlir_lowering/trn_compile.h"
+#include "runtime/neuroncore/instruction_stream.h"
 #include "runtime/log.h"
 #include "runtime/profiler.h"
 #include "trn_version.h"
@@ -50,6 +52,31 @@ std::string LibraryHash() {
 
 }  // namespace
 
+void GroupCompiler::NoteTrnFallback(const CompileRequest& request, const absl::Status& why) {
+  // The first line of MLIR's diagnostic names the op ("'math.sin' op has no trn lowering").
+  std::string reason(why.message());
+  if (size_t e = reason.find("error: "); e != std::string::npos) reason = reason.substr(e + 7);
+  if (size_t nl = reason.find('\n'); nl != std::string::npos) reason.resize(nl);
+  bool first = false;
+  {
+    absl::MutexLock lock(&mu_);
+    ++trn_fallbacks_[reason];
+    first = trn_fallbacks_[reason] == 1;
+  }
+  if (first) {
+    runtime::Log(runtime::LogLevel::kInfo,
+                 absl::StrCat("group ", request.key_hex, " (", request.ops, " ops, first at ",
+                              runtime::GlobalSourceTable().Format(request.lines.empty() ? runtime::kNoSource
+                                                                                        : request.lines.front()),
+                              ") runs as host code on ", options_.target, ": ", reason));
+  }
+}
+
+std::map<std::string, int64_t> GroupCompiler::trn_fallbacks() const {
+  absl::MutexLock lock(&mu_);
+  return trn_fallbacks_;
+}
+
 std::string CompilerVersion() {
   static const std::string version = absl::StrCat("torch-trn ", TRN_GIT_REVISION, " build ", LibraryHash(), "; ",
                                                   mlir_lowering::ToolchainVersion());
@@ -79,7 +106,9 @@ GroupCompiler::GroupCompiler(CompilerOptions options, runtime::Stats* stats, run
     : options_(std::move(options)),
       stats_(stats),
       cache_stats_(cache_stats),
-      identity_{CompilerVersion(), mlir_lowering::HostTargetKey()},
+      identity_{CompilerVersion(), options_.target == "host" ? mlir_lowering::HostTargetKey()
+                                                             : absl::StrCat(mlir_lowering::HostTargetKey(), "; neuroncore ",
+                                                                            options_.target)},
       cache_(options_.memory, cache_stats) {
   RegisterExternsOnce();
   if (!options_.disk.dir.empty()) {
@@ -104,6 +133,18 @@ absl::StatusOr<runtime::CodeSlot::Code> GroupCompiler::Link(const Artifact& arti
   if (artifact.num_inputs < 0 || artifact.num_outputs < 0 ||
       1 + artifact.num_inputs + artifact.num_outputs > runtime::kMaxCompiledArgs) {
     return absl::DataLossError("entry point arity out of range");
+  }
+  if (absl::StartsWith(artifact.entry_symbol, kTrnEntryPrefix)) {  // a NeuronCore instruction stream
+    absl::StatusOr<runtime::neuroncore::InstructionStream> stream = runtime::neuroncore::Decode(artifact.object);
+    if (!stream.ok()) return stream.status();
+    auto code = std::make_shared<runtime::CompiledCode>();
+    code->stream = std::make_shared<const runtime::neuroncore::InstructionStream>(std::move(*stream));
+    code->num_inputs = artifact.num_inputs;
+    code->num_outputs = artifact.num_outputs;
+    code->opt_level = artifact.levels.opt;
+    code->tier = tier;
+    code->bytes = static_cast<int64_t>(artifact.object.size());
+    return runtime::CodeSlot::Code(std::move(code));
   }
   mlir_lowering::ObjectCode object{artifact.object, artifact.entry_symbol, artifact.levels.opt};
   absl::StatusOr<std::unique_ptr<mlir_lowering::LoadedObject>> loaded = mlir_lowering::LoadObject(object);
@@ -308,6 +349,27 @@ absl::StatusOr<GroupCompiler::Built> GroupCompiler::Compile(const CompileRequest
     }
     if (1 + request.num_inputs + request.num_outputs > runtime::kMaxCompiledArgs) {  // + ctx
       return absl::ResourceExhaustedError("more buffers than a compiled entry point takes");
+    }
+    if (options_.target != "host") {
+      // The NeuronCore first; a group it cannot lower (an op or dtype it has no instruction
+      // for) runs as host code, its transfers charged by the model (runtime/device_model.h).
+      absl::StatusOr<std::string> stream = mlir_lowering::CompileToTrnStream(request.mlir, request.func, options_.target);
+      if (stream.ok()) {
+        Artifact artifact;
+        artifact.key_material = request.key_material;
+        artifact.object = std::move(*stream);
+        artifact.entry_symbol = absl::StrCat(kTrnEntryPrefix, options_.target);
+        artifact.levels = levels;
+        artifact.tier = tier;
+        artifact.num_inputs = request.num_inputs;
+        artifact.num_outputs = request.num_outputs;
+        absl::StatusOr<runtime::CodeSlot::Code> code = Link(artifact, tier);
+        if (!code.ok()) return code.status();
+        std::string bytes = remote_ != nullptr ? runtime::cache::Encode(artifact, identity_) : "";
+        return Built{*code, std::move(artifact), std::move(bytes)};
+      }
+      if (stream.status().code() != absl::StatusCode::kUnimplemented) return stream.status();
+      NoteTrnFallback(request, stream.status());
     }
     absl::StatusOr<mlir_lowering::ObjectCode> object =
         mlir_lowering::CompileToObject(request.mlir, request.func, opt_level, nullptr, cg);

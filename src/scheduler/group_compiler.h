@@ -9,6 +9,7 @@
 // Thread-safety: every method may be called from any thread.
 #pragma once
 
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -38,6 +39,7 @@ struct CompilerOptions {
   runtime::cache::DiskCacheOptions disk;  // dir empty: no disk tier
   bool distributed = false;               // use the distributed tier when a store is available
   runtime::cache::RemoteOptions remote;
+  std::string target = "host";  // NEURON_TARGET: host | trn2 | trn3
 };
 
 // Everything a compile needs, detached from the group's tensors (a queued compile must not keep
@@ -107,6 +109,9 @@ class GroupCompiler {
   std::vector<std::string> CompiledKeys() const;
   // Wall milliseconds of each successful compile (lower to object + load), in compile order.
   std::vector<double> CompileMillis() const;
+  // NEURON_TARGET=trn*: groups built as host code because the trn pipeline refused them, by
+  // reason (the op it named).
+  std::map<std::string, int64_t> trn_fallbacks() const;
 
  private:
   struct Built {
@@ -123,6 +128,7 @@ class GroupCompiler {
                                                   const std::string& dir_token, const runtime::cache::Levels& levels,
                                                   int tier);
   std::string RemoteName(const CompileRequest& request, const runtime::cache::Levels& levels) const;
+  void NoteTrnFallback(const CompileRequest& request, const absl::Status& why);
 
   const CompilerOptions options_;
   runtime::Stats* const stats_;
@@ -135,7 +141,11 @@ class GroupCompiler {
   std::vector<std::string> compiled_keys_ ABSL_GUARDED_BY(mu_);
   std::vector<double> compile_ms_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_set<std::string> logged_failures_ ABSL_GUARDED_BY(mu_);  // each reason logged once
+  std::map<std::string, int64_t> trn_fallbacks_ ABSL_GUARDED_BY(mu_);
 };
+
+// Entry symbol of a cached NeuronCore instruction stream: this prefix and the target.
+inline constexpr char kTrnEntryPrefix[] = "trn-stream:";
 
 // "torch-trn <git revision> build <hash of this library>; MLIR/LLVM <version>": entries built
 // by any other build of torch-trn are never loaded.

@@ -14,6 +14,16 @@ namespace {
 
 bool Adaptive(const runtime::Knobs& knobs) { return knobs.mode == runtime::Mode::kAdaptive; }
 
+// Eager mode on a trn target: each op is a group of one, compiled when its signature is first
+// seen (the group key; memory cache only, as in eager mode) and run on the NeuronCore model at
+// once. That is compile mode with one-op groups flushed at every op.
+bool EagerOnTrn(const runtime::Knobs& knobs) {
+  return knobs.mode == runtime::Mode::kEager && knobs.target != "host";
+}
+runtime::Mode StreamMode(const runtime::Knobs& knobs) {
+  return EagerOnTrn(knobs) ? runtime::Mode::kCompile : knobs.mode;
+}
+
 CompilerOptions CompilerOptionsOf(const runtime::Knobs& knobs) {
   CompilerOptions o;
   o.opt_level = knobs.opt_level;
@@ -26,16 +36,19 @@ CompilerOptions CompilerOptionsOf(const runtime::Knobs& knobs) {
     o.distributed = knobs.cache_distributed;
   }
   o.remote = runtime::cache::RemoteOptions{knobs.cache_lease_s, knobs.cache_poll_ms, knobs.test_cache_fault};
+  o.target = knobs.target;
   return o;
 }
 
 }  // namespace
 
 Stream::Stream(const runtime::Knobs& knobs, runtime::Stats* stats)
-    : mode_(knobs.mode),
+    : mode_(StreamMode(knobs)),
       launch_blocking_(knobs.launch_blocking),
-      flush_at_(Adaptive(knobs) ? std::min(knobs.adaptive_group_ops, knobs.max_pending_ops) : knobs.max_pending_ops),
-      max_group_ops_(Adaptive(knobs) ? knobs.adaptive_group_ops : knobs.max_group_ops),
+      flush_at_(EagerOnTrn(knobs) ? 1
+                : Adaptive(knobs) ? std::min(knobs.adaptive_group_ops, knobs.max_pending_ops)
+                                  : knobs.max_pending_ops),
+      max_group_ops_(EagerOnTrn(knobs) ? 1 : Adaptive(knobs) ? knobs.adaptive_group_ops : knobs.max_group_ops),
       stats_(stats),
       dump_dir_(knobs.dump_mlir_dir),
       compiler_(CompilerOptionsOf(knobs), stats, &cache_stats_),
@@ -46,7 +59,7 @@ Stream::Stream(const runtime::Knobs& knobs, runtime::Stats* stats)
                                   &compiler_)
                             : nullptr),
       executor_(runtime::ExecutorOptions{knobs.max_pending_ops, knobs.last_ops_capacity,
-                                         /*track_refs=*/knobs.mode != runtime::Mode::kEager,
+                                         /*track_refs=*/StreamMode(knobs) != runtime::Mode::kEager,
                                          knobs.executor_threads},
                 stats) {}
 
@@ -75,7 +88,7 @@ absl::Status Stream::Record(runtime::OpRecord record, double record_begin_us) {
     }
   }
   if (full) {
-    if (mode_ == runtime::Mode::kCompile) {
+    if (mode_ == runtime::Mode::kCompile && flush_at_ > 1) {  // (eager on trn flushes every op)
       stats_->CountSync("backpressure");
     }
     Flush();

@@ -1,20 +1,87 @@
-// Contractions: matrix products and convolutions call ATen's CPU kernels (BLAS / oneDNN) from
-// the compiled code (GroupLowering::Extern: a runtime call on the group's buffers), so the
-// elementwise chains around them (bias, activation, scaling, residual adds) still fuse in MLIR.
+// Contractions. On the host target, matrix products and convolutions call ATen's CPU kernels
+// (BLAS / oneDNN) from the compiled code (GroupLowering::Extern: a runtime call on the group's
+// buffers), so the elementwise chains around them still fuse in MLIR. On a trn target
+// (NEURON_TARGET=trn2|trn3), mm / addmm / bmm / baddbmm on f32 or bf16 become linalg.matmul /
+// linalg.batch_matmul, which the trn pipeline tiles onto TensorE (trn/LowerLinalg.cpp); the
+// bias and scaling of addmm/baddbmm are a pointwise op after it, which fuses with what follows.
 #include "mlir_lowering/ops/op_helpers.h"
+#include "runtime/knobs.h"
 
 namespace trn::mlir_lowering {
 namespace {
 
 absl::Status ViaRuntime(GroupLowering& g, const runtime::OpRecord&) { return g.Extern(); }
 
+bool TrnTarget() {
+  const absl::StatusOr<runtime::Knobs>& k = runtime::GetKnobs();
+  return k.ok() && k->target != "host";
+}
+
+// (self|bias) (+)= product of the two named matrices (or batches of them).
+absl::Status Matmul(GroupLowering& g, const runtime::OpRecord& r) {
+  if (!TrnTarget()) return g.Extern();
+  const std::string name = r.op.schema().name();
+  const bool add = name == "aten::addmm" || name == "aten::baddbmm";
+  const bool batched = name == "aten::bmm" || name == "aten::baddbmm";
+  const char* lhs_name = name == "aten::addmm" ? "mat1" : name == "aten::baddbmm" ? "batch1" : "self";
+  const char* rhs_name = name == "aten::addmm" ? "mat2" : name == "aten::baddbmm" ? "batch2" : "mat2";
+  TRN_ASSIGN_OR_RETURN(c10::IValue lhs_v, g.Arg(lhs_name));
+  TRN_ASSIGN_OR_RETURN(c10::IValue rhs_v, g.Arg(rhs_name));
+  if (!lhs_v.isTensor() || !rhs_v.isTensor()) return absl::UnimplementedError("matmul operands are not tensors");
+  const at::Tensor& lhs = lhs_v.toTensor();
+  const at::Tensor& rhs = rhs_v.toTensor();
+  const c10::ScalarType dtype = lhs.scalar_type();
+  at::Tensor dst = g.Destination(0);
+  if ((dtype != c10::kFloat && dtype != c10::kBFloat16) || rhs.scalar_type() != dtype || !dst.defined() ||
+      dst.scalar_type() != dtype || lhs.dim() != (batched ? 3 : 2) || rhs.dim() != (batched ? 3 : 2)) {
+    return g.Extern();
+  }
+  TRN_ASSIGN_OR_RETURN(View a, g.Read(lhs));
+  TRN_ASSIGN_OR_RETURN(View b, g.Read(rhs));
+  const std::string sa = g.Materialize(a), sb = g.Materialize(b);
+  std::vector<int64_t> shape = batched ? std::vector<int64_t>{lhs.size(0), lhs.size(1), rhs.size(2)}
+                                       : std::vector<int64_t>{lhs.size(0), rhs.size(1)};
+  const std::string type = TensorType(shape, dtype);
+  NameGen& n = g.names();
+  const std::string empty = n.Next("e"), zero = n.Next("c"), filled = n.Next("f"), prod = n.Next("mm");
+  g.Emit(absl::StrCat("    ", empty, " = tensor.empty() : ", type, "\n"));
+  g.Emit(absl::StrCat("    ", zero, " = arith.constant 0.0 : ", *ElementType(dtype), "\n"));
+  g.Emit(absl::StrCat("    ", filled, " = linalg.fill ins(", zero, " : ", *ElementType(dtype), ") outs(", empty, " : ",
+                      type, ") -> ", type, "\n"));
+  g.Emit(absl::StrCat("    ", prod, " = linalg.", batched ? "batch_matmul" : "matmul", " ins(", sa, ", ", sb, " : ",
+                      TensorType(lhs.sizes().vec(), dtype), ", ", TensorType(rhs.sizes().vec(), dtype), ") outs(",
+                      filled, " : ", type, ") -> ", type, "\n"));
+  View product = View::Whole(prod, shape, dtype);
+  if (!add) return g.WriteResult(0, product);
+  // beta * self + alpha * product; beta == 0 ignores self (NaN in it included), as torch does.
+  TRN_ASSIGN_OR_RETURN(c10::Scalar beta, ScalarArg(g, "beta"));
+  TRN_ASSIGN_OR_RETURN(c10::Scalar alpha, ScalarArg(g, "alpha"));
+  const bool use_self = beta.toDouble() != 0.0;
+  std::vector<Operand> ins = {Operand::Of(product)};
+  if (use_self) {
+    TRN_ASSIGN_OR_RETURN(Operand self, ArgOperand(g, "self"));
+    ins.push_back(std::move(self));
+  }
+  View v = g.Pointwise(ins, shape, dtype, [&](ScalarBuilder& sb2, const std::vector<Scalar>& x) {
+    Scalar p = sb2.Cast(x[0], c10::kFloat);
+    if (alpha.toDouble() != 1.0) p = sb2.Mul(p, sb2.Constant(alpha, c10::kFloat));
+    if (!use_self) return p;
+    Scalar s = sb2.Cast(x[1], c10::kFloat);
+    if (beta.toDouble() != 1.0) s = sb2.Mul(s, sb2.Constant(beta, c10::kFloat));
+    return sb2.Add(s, p);
+  });
+  return g.WriteResult(0, v);
+}
+
 }  // namespace
 
 void PopulateContractions(LoweringRegistry& r) {
   const std::string f = "contraction";
-  for (const char* name : {"aten::mm", "aten::bmm", "aten::addmm", "aten::baddbmm", "aten::addbmm", "aten::mv",
-                           "aten::addmv", "aten::dot", "aten::vdot", "aten::convolution",
-                           "aten::convolution_backward"}) {
+  for (const char* name : {"aten::mm", "aten::bmm", "aten::addmm", "aten::baddbmm"}) {
+    r.Register(name, f, Matmul, /*runtime_call=*/true);
+  }
+  for (const char* name : {"aten::addbmm", "aten::mv", "aten::addmv", "aten::dot", "aten::vdot",
+                           "aten::convolution", "aten::convolution_backward"}) {
     r.Register(name, f, ViaRuntime, /*runtime_call=*/true);
   }
 }

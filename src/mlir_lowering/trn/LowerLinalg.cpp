@@ -57,6 +57,10 @@ std::optional<Hbm> HbmOf(Value v, std::string* why) {
   Hbm h;
   h.memref = v;
   int64_t offset = 0;
+  if (type.getRank() == 1 && type.isDynamicDim(0) && type.getElementType().isF64() && v.isa<mlir::BlockArgument>()) {
+    h.strides = {1};  // the runtime scalars: the runtime passes them as a contiguous f32 vector
+    return h;
+  }
   if (mlir::failed(mlir::getStridesAndOffset(type, h.strides, offset)) ||
       llvm::any_of(h.strides, [](int64_t s) { return mlir::ShapedType::isDynamic(s); })) {
     *why = "dynamic strides";

@@ -435,6 +435,9 @@ absl::StatusOr<RunReport> Run(const InstructionStream& stream, const TargetSpec&
       return absl::Status(ns.status().code(), absl::StrCat(Where(best, pc[best], in), ": ", ns.status().message()));
     }
     now[best] = best_start + *ns;
+    if (options.trace && in.opcode != Opcode::kSignal && in.opcode != Opcode::kWait) {
+      report.trace.push_back({static_cast<Engine>(best), in.opcode, in.source_op, best_start, now[best]});
+    }
     report.engines[best].busy_ns += *ns;
     ++report.engines[best].instructions;
     ++pc[best];

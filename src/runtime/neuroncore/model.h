@@ -30,11 +30,20 @@ struct EngineReport {
   int64_t instructions = 0;
 };
 
+// One executed instruction on the modeled timeline (RunOptions::trace).
+struct InstructionSpan {
+  Engine engine = Engine::kDma;
+  Opcode opcode = Opcode::kMemset;
+  uint32_t source_op = 0;
+  double start_ns = 0, end_ns = 0;
+};
+
 struct RunReport {
   double modeled_ns = 0;  // when the last engine finished
   std::array<EngineReport, kEngines> engines{};
   int64_t dma_bytes = 0;
   int64_t matmul_flops = 0;
+  std::vector<InstructionSpan> trace;  // with RunOptions::trace: every instruction but signal/wait
   double Utilisation(Engine e) const { return modeled_ns > 0 ? engines[static_cast<int>(e)].busy_ns / modeled_ns : 0; }
 };
 
@@ -48,6 +57,7 @@ struct RunOptions {
   // false: charge time only, touching no data (benchmarks of large streams); bounds are still
   // checked and the report is the same.
   bool functional = true;
+  bool trace = false;  // record RunReport::trace (for the profiler's engine lanes)
 };
 absl::StatusOr<RunReport> Run(const InstructionStream& stream, const TargetSpec& target,
                               const std::vector<HostBinding>& bindings, const RunOptions& options);
