@@ -171,6 +171,9 @@ py::dict Stats() {
     py::dict fallbacks;
     for (const auto& [reason, count] : state.stream.compiler().trn_fallbacks()) fallbacks[py::str(reason)] = count;
     dev["host_group_reasons"] = fallbacks;
+    py::dict by_name;
+    for (const auto& [name, count] : d.ops_by_name) by_name[py::str(name)] = count;
+    dev["ops_by_name"] = by_name;
     out["device"] = dev;
   }
   return out;

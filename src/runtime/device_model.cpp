@@ -45,6 +45,7 @@ absl::Status DeviceModel::Run(const nc::InstructionStream& stream, const std::ve
     c_.matmul_flops += report->matmul_flops;
     ++c_.groups_on_device;
     c_.ops_on_device += static_cast<int64_t>(ops.size());
+    for (const OpRecord& op : ops) ++c_.ops_by_name[OpName(op.op)];
   }
   if (!options.trace) return absl::OkStatus();
   // One event per run of consecutive instructions from the same op on an engine, placed at the

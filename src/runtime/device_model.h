@@ -15,6 +15,7 @@
 
 #include <array>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -42,6 +43,7 @@ struct DeviceSnapshot {
   int64_t ops_on_host = 0;     // ops in those groups, and ops run op by op
   int64_t host_transfer_bytes = 0;
   double host_transfer_ns = 0;
+  std::map<std::string, int64_t> ops_by_name;  // recorded ops run on the core, by ATen op
 };
 
 class DeviceModel {

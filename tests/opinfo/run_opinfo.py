@@ -342,7 +342,9 @@ def _run_worker(args):
             pass
         hf = {k: sum(v.values()) if isinstance(v, dict) else v
               for k, v in torch_trn.stats().get("host_fallbacks", {}).items()}
-        emit({"kind": "op_end", "op": oid, "host_fallbacks": hf})
+        # NEURON_TARGET=trn*: the ATen ops that ran on the NeuronCore model for this op's samples
+        dev_ops = torch_trn.stats().get("device", {}).get("ops_by_name", {})
+        emit({"kind": "op_end", "op": oid, "host_fallbacks": hf, "device_ops": dict(dev_ops)})
     out.close()
     return 0
 
@@ -576,6 +578,13 @@ def run_parent(args):
         for aten, c in rec.get("host_fallbacks", {}).items():
             hf_aten[aten] += c
             hf_op[oid] += c
+    dev_aten = collections.Counter()
+    dev_opinfo = []
+    for oid, rec in op_done.items():
+        for aten, c in (rec.get("device_ops") or {}).items():
+            dev_aten[aten] += c
+        if rec.get("device_ops"):
+            dev_opinfo.append(oid)
     random_ops = sorted({r["op"] for r in records if r.get("random")})
     rng_mismatch = collections.Counter(r["op"] for r in records if r.get("rng_match") is False
                                        and "empty" not in r["op"])
@@ -592,6 +601,9 @@ def run_parent(args):
         "host_fallbacks_by_aten": dict(hf_aten.most_common()),
         "host_fallbacks_by_opinfo": dict(hf_op.most_common()),
         "expected_failure_samples": xfails,
+        # NEURON_TARGET=trn*: ATen ops that ran on the NeuronCore model, and the OpInfos that did
+        "device_aten_ops": dict(sorted(dev_aten.items())),
+        "device_opinfo_ops": sorted(dev_opinfo),
     }
     if args.summary:
         with open(args.summary, "w") as f:
@@ -619,6 +631,9 @@ def run_parent(args):
         print(f"random ops ({len(random_ops)} OpInfos, {n_random} passing samples compared on "
               f"shape/dtype only); samples whose values differ from CPU under identical seeding: "
               f"{sum(rng_mismatch.values())} in " + ", ".join(f"{k}={v}" for k, v in rng_mismatch.most_common()))
+    if dev_aten:
+        print(f"trn: {len(dev_aten)} ATen ops ran on the NeuronCore model (from {len(dev_opinfo)} OpInfos): "
+              + ", ".join(sorted(dev_aten)))
     print(f"opinfo: {counts['pass']} passed, {counts['fail']} failed, {counts['xfail']} "
           f"expected-failures, {counts['reference-error']} reference-errors "
           f"({pct:.2f}% of float32 samples pass) [{n} ops, {len(records)} samples, "

@@ -681,11 +681,10 @@ class Lowerer {
     const Kind kind = std::max({c.kind(), a.kind(), b.kind()});
     const mlir::Type element = a.tile && !b.tile ? TileElement(a.tile) : b.tile ? TileElement(b.tile) : b_.getF32Type();
     Value dst = NewTile(t, kind, element);
-    Value from = Materialize(b, t, kind);
-    if (TileElement(from) == element) {
-      Make<TensorCopyOp>(from, dst);
+    if (b.kind() == Kind::kConst) {
+      Make<MemsetOp>(dst, b_.getF64FloatAttr(*b.constant));
     } else {
-      Make<TensorCopyOp>(from, dst);  // a cast
+      Make<TensorCopyOp>(Materialize(b, t, kind), dst);  // (a cast when the types differ)
     }
     Value src = Materialize(a, t, kind);
     if (TileElement(src) != element) {

@@ -150,3 +150,27 @@ func.func @bad_semaphore() {
   trn.wait {engine = "vector", semaphore = 99 : i32, value = 1 : i32}
   return
 }
+
+// -----
+
+func.func @predicate_not_integer(%s: !trn.sbuf<8, [16], f32>, %p: !trn.sbuf<8, [16], f32>, %d: !trn.sbuf<8, [16], f32>) {
+  // expected-error @+1 {{the predicate must be an integer tile}}
+  trn.copy_predicated %s, %p, %d : !trn.sbuf<8, [16], f32>, !trn.sbuf<8, [16], f32>, !trn.sbuf<8, [16], f32>
+  return
+}
+
+// -----
+
+func.func @predicate_shape(%s: !trn.sbuf<8, [16], f32>, %p: !trn.sbuf<8, [8], i1>, %d: !trn.sbuf<8, [16], f32>) {
+  // expected-error @+1 {{source, predicate and destination tiles differ in shape}}
+  trn.copy_predicated %s, %p, %d : !trn.sbuf<8, [16], f32>, !trn.sbuf<8, [8], i1>, !trn.sbuf<8, [16], f32>
+  return
+}
+
+// -----
+
+func.func @dma_window_count(%m: memref<64x64xf32>, %t: !trn.sbuf<128, [16], f32>) {
+  // expected-error @+1 {{moves 256 elements into 2048}}
+  trn.dma_copy %m, %t {hbm_offset = 0 : i64, hbm_sizes = array<i64: 16, 16>, hbm_strides = array<i64: 64, 1>} : memref<64x64xf32>, !trn.sbuf<128, [16], f32>
+  return
+}
