@@ -148,12 +148,20 @@ float Alu(uint32_t op, float a, float b) {
   return std::nanf("");
 }
 
+// SBUF (0) or PSUM (1) memory of this thread's core, at least `bytes`, kept across runs: a run
+// that reads what it never wrote sees stale data, as on hardware.
+std::vector<uint8_t>& OnChip(int which, size_t bytes) {
+  thread_local std::vector<uint8_t> memory[2];
+  if (memory[which].size() < bytes) memory[which].resize(bytes);
+  return memory[which];
+}
+
 class Core {
  public:
   Core(const InstructionStream& s, const TargetSpec& t, const std::vector<HostBinding>& bindings)
       : s_(s), t_(t), bindings_(bindings),
-        sbuf_(static_cast<size_t>(t.partitions * t.sbuf_bytes_per_partition)),
-        psum_(static_cast<size_t>(t.partitions * t.psum_bytes_per_partition)), scratch_(s.buffers.size()) {
+        sbuf_(OnChip(0, static_cast<size_t>(t.partitions * t.sbuf_bytes_per_partition))),
+        psum_(OnChip(1, static_cast<size_t>(t.partitions * t.psum_bytes_per_partition))), scratch_(s.buffers.size()) {
     for (size_t i = 0; i < s.buffers.size(); ++i) {
       // An HBM buffer bound to no argument is the group's scratch memory, fresh for each run.
       if (s.buffers[i].space == Space::kHbm && s.buffers[i].binding < 0) {
@@ -248,11 +256,30 @@ class Core {
           return absl::InvalidArgumentError("matmul: shapes do not agree ([K,M] x [K,N] -> [M,N])");
         }
         const bool acc = in.flags & Instruction::kAccumulate;
-        if (functional) for (int64_t i = 0; i < cols; ++i) {
-          for (int64_t j = 0; j < n; ++j) {
-            float sum = acc ? d.Get(i, j) : 0.0f;
-            for (int64_t p = 0; p < k; ++p) sum += s.Get(p, i) * m.Get(p, j);
-            d.Set(i, j, sum);
+        if (functional) {
+          // Operands read once into fp32 arrays (bf16 widens exactly); dst[i][j] accumulates over
+          // the partitions in order, in fp32, as PSUM does.
+          std::vector<float> st(static_cast<size_t>(k * cols)), mv(static_cast<size_t>(k * n)),
+              out(static_cast<size_t>(cols * n), 0.0f);
+          for (int64_t p = 0; p < k; ++p) {
+            for (int64_t i = 0; i < cols; ++i) st[p * cols + i] = s.Get(p, i);
+            for (int64_t j = 0; j < n; ++j) mv[p * n + j] = m.Get(p, j);
+          }
+          if (acc) {
+            for (int64_t i = 0; i < cols; ++i) {
+              for (int64_t j = 0; j < n; ++j) out[i * n + j] = d.Get(i, j);
+            }
+          }
+          for (int64_t i = 0; i < cols; ++i) {
+            float* row = &out[i * n];
+            for (int64_t p = 0; p < k; ++p) {
+              const float a = st[p * cols + i];
+              const float* b = &mv[p * n];
+              for (int64_t j = 0; j < n; ++j) row[j] += a * b[j];
+            }
+          }
+          for (int64_t i = 0; i < cols; ++i) {
+            for (int64_t j = 0; j < n; ++j) d.Set(i, j, out[i * n + j]);
           }
         }
         report->matmul_flops += 2 * k * cols * n;
@@ -370,8 +397,8 @@ class Core {
   const InstructionStream& s_;
   const TargetSpec& t_;
   const std::vector<HostBinding>& bindings_;
-  std::vector<uint8_t> sbuf_;
-  std::vector<uint8_t> psum_;
+  std::vector<uint8_t>& sbuf_;  // this thread's SBUF / PSUM memory (not cleared between runs,
+  std::vector<uint8_t>& psum_;  // as on hardware)
   std::vector<std::vector<uint8_t>> scratch_;  // per buffer index: scratch HBM
 
  public:
