@@ -78,11 +78,17 @@ def main() -> int:
     print(f"compiled:        {s['ops_run_compiled']} of {s['ops_executed']} ops executed ran compiled; "
           f"{s['compiles']} compiles ({s['compile_ms'] / 1e3:.1f} s of compile time)")
     print(f"max rel.diff:    {worst:.2e} (tolerance {REL_TOL:g})")
+    dev = s.get("device")
+    if dev:  # NEURON_TARGET=trn2|trn3: the modeled NeuronCore
+        busy = ", ".join(f"{e} {ns / 1e3:.1f}" for e, ns in dev["engine_busy_ns"].items())
+        print(f"{dev['target']} (modeled): {dev['modeled_ns'] / 1e3:.1f} us of device time for {args.steps} steps; "
+              f"engines busy (us): {busy}; {dev['ops_on_device']} ops on the core, {dev['ops_on_host']} on the host")
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"mode": torch_trn.mode(), "steps": step_times, "losses": losses, "worst_rel": worst,
                        "compiles": s["compiles"], "compile_ms": s["compile_ms"],
-                       "ops_run_compiled": s["ops_run_compiled"], "ops_executed": s["ops_executed"]}, f)
+                       "ops_run_compiled": s["ops_run_compiled"], "ops_executed": s["ops_executed"],
+                       "device": dev}, f)
     if worst > REL_TOL:
         print("FAIL: losses diverged", file=sys.stderr)
         return 1

@@ -54,7 +54,7 @@ Stream::Stream(const runtime::Knobs& knobs, runtime::Stats* stats)
       compiler_(CompilerOptionsOf(knobs), stats, &cache_stats_),
       pool_(Adaptive(knobs) ? std::make_unique<CompilePool>(
                                   CompilePoolOptions{static_cast<int>(knobs.compile_workers), knobs.compile_queue,
-                                                     knobs.tiering, knobs.opt_level,
+                                                     knobs.tiering && knobs.target == "host", knobs.opt_level,
                                                      static_cast<int>(knobs.compile_nice), knobs.cache_poll_ms},
                                   &compiler_)
                             : nullptr),
