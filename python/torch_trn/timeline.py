@@ -147,7 +147,18 @@ def summarize(trace: Trace) -> dict:
         "ops": ops,
         "steps": steps,
         "first_all_compiled_step": first_all,
+        # NEURON_TARGET=trn*: modeled busy time per engine lane of the NeuronCore model
+        "device_busy_us": _device_busy(trace),
     }
+
+
+def _device_busy(trace: Trace) -> dict:
+    busy = {}
+    for e in trace.events:
+        if e.cat == "device":
+            lane = trace.lanes.get(e.tid, str(e.tid))
+            busy[lane] = busy.get(lane, 0.0) + float(e.args.get("busy_ns", e.dur * 1e3)) / 1e3
+    return busy
 
 
 def format_summary(s: dict) -> str:
@@ -167,6 +178,9 @@ def format_summary(s: dict) -> str:
     first = s["first_all_compiled_step"]
     lines.append("first step with every lowered op compiled: " +
                  (f"{first} of {len(s['steps'])}" if first else "none in this profile"))
+    if s.get("device_busy_us"):
+        lines.append("NeuronCore busy (modeled): " + ", ".join(
+            f"{lane.rsplit(': ', 1)[-1]} {us:.1f} us" for lane, us in sorted(s["device_busy_us"].items())))
     return "\n".join(lines)
 
 

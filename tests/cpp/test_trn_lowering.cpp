@@ -517,3 +517,59 @@ func.func @group(%x: memref<16x64xf32>, %y: memref<16x64xf32>) {
   Run(mlir, args);
   CHECK(MaxRelError(args[1].values, want) < 1e-6);
 }
+
+TEST_CASE("the emitter refuses instructions on engines that cannot run them", "[trn][lowering]") {
+  // Already-lowered trn ops keep their engine through the pipeline (assign-engines fills only
+  // missing ones); the emitter checks the placement.
+  const std::string psum_on_gpsimd = R"(
+func.func @group(%x: memref<8x16xf32>) {
+  %p = trn.alloc : !trn.psum<8, [16], f32>
+  %s = trn.alloc : !trn.sbuf<8, [16], f32>
+  trn.tensor_copy %p, %s {engine = "gpsimd", trn.op = 4 : i64} : !trn.psum<8, [16], f32>, !trn.sbuf<8, [16], f32>
+  return
+}
+)";
+  CHECK_THAT(Compile(psum_on_gpsimd), Catch::Contains("tensor_copy (op 4) on gpsimd touches PSUM"));
+  const std::string activation_on_vector = R"(
+func.func @group(%x: memref<8x16xf32>) {
+  %a = trn.alloc : !trn.sbuf<8, [16], f32>
+  %b = trn.alloc : !trn.sbuf<8, [16], f32>
+  trn.activation %a, %b {engine = "vector", func = "exp", trn.op = 2 : i64} : !trn.sbuf<8, [16], f32>, !trn.sbuf<8, [16], f32>
+  return
+}
+)";
+  CHECK_THAT(Compile(activation_on_vector), Catch::Contains("activation (op 2) cannot run on vector"));
+  const std::string divide_on_scalar = R"(
+func.func @group(%x: memref<8x16xf32>) {
+  %a = trn.alloc : !trn.sbuf<8, [16], f32>
+  %b = trn.alloc : !trn.sbuf<8, [16], f32>
+  trn.tensor_scalar %a, %b {engine = "scalar", op = "divide", imm = 2.0 : f32} : !trn.sbuf<8, [16], f32>, !trn.sbuf<8, [16], f32>
+  return
+}
+)";
+  CHECK_THAT(Compile(divide_on_scalar), Catch::Contains("tensor_scalar (op 0) cannot run on scalar"));
+}
+
+TEST_CASE("modeled matmul time scales with the work once TensorE-bound", "[trn][lowering]") {
+  auto modeled = [](int n) {
+    const std::string mlir = absl::StrCat(
+        "func.func @group(%a: memref<1024x1024xbf16>, %b: memref<1024x", n, "xbf16>, %c: memref<1024x", n,
+        "xbf16>) {\n  %z = arith.constant 0.0 : bf16\n  linalg.fill ins(%z : bf16) outs(%c : memref<1024x", n,
+        "xbf16>)\n  linalg.matmul ins(%a, %b : memref<1024x1024xbf16>, memref<1024x", n, "xbf16>) outs(%c : memref<1024x",
+        n, "xbf16>)\n  return\n}\n");
+    absl::StatusOr<nc::InstructionStream> stream = trn::ir::CompileToStream(mlir, "trn2");
+    REQUIRE(stream.ok());
+    std::vector<std::vector<uint8_t>> memory = {std::vector<uint8_t>(1024 * 1024 * 2),
+                                                std::vector<uint8_t>(1024 * n * 2), std::vector<uint8_t>(1024 * n * 2)};
+    std::vector<nc::HostBinding> bindings;
+    for (auto& m : memory) bindings.push_back({m.data(), static_cast<int64_t>(m.size())});
+    nc::RunOptions timing;
+    timing.functional = false;
+    absl::StatusOr<nc::RunReport> r = nc::Run(*stream, *nc::TargetByName("trn2"), bindings, timing);
+    REQUIRE(r.ok());
+    return r->modeled_ns;
+  };
+  const double t1 = modeled(2048), t2 = modeled(4096);
+  CHECK(t2 / t1 > 1.8);
+  CHECK(t2 / t1 < 2.2);
+}

@@ -112,6 +112,17 @@ def test_profile_has_modeled_engine_lanes(tmp_path):
     line = line_of(str(script), "MARK-MATMUL")
     assert any(f"model.py:{line}" in json.dumps(e.get("args", {})) for e in mm), mm[0]
     assert all(e["args"].get("time") == "modeled" for e in on_tensor)
+    # The timeline tool sums the modeled engine lanes (in a fresh process: importing torch_trn
+    # here, after other tests ran CPU backward passes, is refused).
+    out = last_json(run_python(f"""
+        import json
+        from torch_trn import timeline
+        s = timeline.summarize(timeline.load({str(trace)!r}))
+        print(json.dumps({{"busy": s["device_busy_us"], "text": timeline.format_summary(s)}}))
+    """))
+    busy = {lane.rsplit(": ", 1)[-1]: us for lane, us in out["busy"].items()}
+    assert busy.get("tensor", 0) > 0 and busy.get("dma", 0) > 0, out["busy"]
+    assert "NeuronCore busy (modeled)" in out["text"]
 
 
 def test_opinfo_registry_on_trn2(tmp_path):

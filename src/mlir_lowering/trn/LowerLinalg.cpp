@@ -454,14 +454,10 @@ class Lowerer {
         reduced[o] = x;
       }
     }
-    for (const TileSpace& t : Tiles(ranges, reduce)) {
-      TileSpace out_tile = t;  // for reductions: the output window drops the reduced axes
-      if (any_reduce) {
-        out_tile.free.clear();
-        for (int d = 0; d < static_cast<int>(ranges.size()); ++d) {
-          if (reduce[d]) out_tile.base[d] = 0;
-        }
-      }
+    // The operand tiles of tile i + 1 are loaded before tile i is computed and stored: the DMA
+    // queue runs in order, so this keeps the next loads from waiting behind this tile's store
+    // (software pipelining; trn-allocate gives the two tiles different addresses).
+    auto load_operands = [&](const TileSpace& t) {
       llvm::DenseMap<Value, Val> vals;
       for (unsigned i = 0; i < n_in; ++i) {
         if (body.getArgument(i).use_empty()) continue;
@@ -471,6 +467,21 @@ class Lowerer {
         Value arg = body.getArgument(n_in + o);
         if (!any_reduce && !arg.use_empty()) {
           vals[arg] = Val::Tile(Load(access[n_in + o], t, DeviceType(ElementOf(g->getOperand(n_in + o)))));
+        }
+      }
+      return vals;
+    };
+    const std::vector<TileSpace> tiles = Tiles(ranges, reduce);
+    llvm::DenseMap<Value, Val> next = load_operands(tiles.front());
+    for (size_t ti = 0; ti < tiles.size(); ++ti) {
+      const TileSpace& t = tiles[ti];
+      llvm::DenseMap<Value, Val> vals = std::move(next);
+      if (ti + 1 < tiles.size()) next = load_operands(tiles[ti + 1]);
+      TileSpace out_tile = t;  // for reductions: the output window drops the reduced axes
+      if (any_reduce) {
+        out_tile.free.clear();
+        for (int d = 0; d < static_cast<int>(ranges.size()); ++d) {
+          if (reduce[d]) out_tile.base[d] = 0;
         }
       }
       for (mlir::Operation& op : body.without_terminator()) {

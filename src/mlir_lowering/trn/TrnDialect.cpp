@@ -236,6 +236,9 @@ mlir::LogicalResult TransposeOp::verify() {
   if (dst.getPartitions() != src.getFreeShape()[0] || dst.getFreeShape()[0] != src.getPartitions()) {
     return emitOpError("result must be [") << src.getFreeShape()[0] << ", [" << src.getPartitions() << "]]";
   }
+  if (dst.getElementType() != src.getElementType()) {
+    return emitOpError("result element type must be the source's ([ISA] nc_transpose)");
+  }
   return mlir::success();
 }
 

@@ -249,6 +249,9 @@ class Emitter {
     auto engine_attr = op->getAttrOfType<mlir::StringAttr>(kEngineAttr);
     if (!engine_attr) return absl::FailedPreconditionError("instruction without an engine: run trn-assign-engines first");
     const int e = static_cast<int>(EngineOf(engine_attr.getValue()));
+    if (absl::Status placed = CheckPlacement(in, static_cast<nc::Engine>(e), engine_attr.getValue()); !placed.ok()) {
+      return placed;
+    }
     const int64_t index = static_cast<int64_t>(pending_[e].size());
     Pending p;
     p.in = std::move(in);
@@ -261,6 +264,41 @@ class Emitter {
       if (write && reads_dst) Touch(p.in.operands[i], e, index, false, &p.need);
     }
     pending_[e].push_back(std::move(p));
+    return absl::OkStatus();
+  }
+
+  // Which engine may run which instruction ([ISA] per instruction; docs/trn_target.md §3):
+  // GpSimd cannot access PSUM; ScalarE's tensor_scalar only multiplies and adds (Trn2).
+  absl::Status CheckPlacement(const nc::Instruction& in, nc::Engine engine, llvm::StringRef name) const {
+    using E = nc::Engine;
+    using O = nc::Opcode;
+    bool ok = false;
+    switch (in.opcode) {
+      case O::kDmaCopy: ok = engine == E::kDma; break;
+      case O::kMatmul: case O::kTranspose: ok = engine == E::kTensor; break;
+      case O::kActivation: ok = engine == E::kScalar; break;
+      case O::kTensorTensor: case O::kMemset: ok = engine == E::kVector || engine == E::kGpSimd; break;
+      case O::kTensorScalar:
+        ok = engine == E::kVector || engine == E::kGpSimd ||
+             (engine == E::kScalar && (in.func == 0 || in.func == 2));  // add, multiply
+        break;
+      case O::kTensorReduce: case O::kCopyPredicated: ok = engine == E::kVector; break;
+      case O::kTensorCopy: ok = engine != E::kTensor && engine != E::kDma; break;
+      case O::kIota: ok = engine == E::kGpSimd; break;
+      default: ok = true;
+    }
+    if (!ok) {
+      return absl::InvalidArgumentError(absl::StrCat(nc::OpcodeName(in.opcode), " (op ", in.source_op,
+                                                     ") cannot run on ", name.str()));
+    }
+    if (engine == E::kGpSimd) {
+      for (const nc::Access& a : in.operands) {
+        if (stream_.buffers[a.buffer].space == nc::Space::kPsum) {
+          return absl::InvalidArgumentError(absl::StrCat(nc::OpcodeName(in.opcode), " (op ", in.source_op,
+                                                         ") on gpsimd touches PSUM, which GpSimd cannot access"));
+        }
+      }
+    }
     return absl::OkStatus();
   }
 
