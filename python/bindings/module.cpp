@@ -18,6 +18,7 @@
 #include "mlir_lowering/lowering_registry.h"
 #include "runtime/device_model.h"
 #include "runtime/knobs.h"
+#include "runtime/op_trace.h"
 #include "runtime/op_error.h"
 #include "trace/device_state.h"
 
@@ -256,6 +257,11 @@ PYBIND11_MODULE(_C, m) {
         "adaptive mode: blocks until no background compile is queued or running.");
   m.def("shutdown_compiles", [] { StateOrRaise().stream.ShutdownCompiles(); },
         "Stops the background compilers (queued compiles are dropped). Called at exit.");
+  m.def("optrace_start", [] {
+    absl::Status status = trn::runtime::optrace::Start();
+    if (!status.ok()) Raise(status);
+  });
+  m.def("optrace_stop", [] { return trn::runtime::optrace::Stop(); });
   m.def("profile_start", [] {
     trn::trace::DeviceState& state = StateOrRaise();
     absl::Status status = trn::runtime::profiler::Start(std::string(trn::runtime::ModeName(state.knobs.mode)));

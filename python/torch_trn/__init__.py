@@ -152,6 +152,35 @@ class profile:
         return False
 
 
+class trace_ops:
+    """Collects every op recorded on the device inside the block (forward and backward).
+
+        with torch_trn.trace_ops() as t:
+            loss = model(x).sum(); loss.backward()
+        t.ops  # [{"op": "aten::addmm", "source": "model.py:12 (forward)",
+               #   "args": {"self": {"shape": [8], "dtype": "float"}, ...}, "outputs": [...]}, ...]
+
+    Tensors are summarised by shape and dtype, other arguments by value, in stream order. The
+    block ends with a sync (the backward ops are recorded by the autograd thread).
+    """
+
+    def __init__(self):
+        self.ops = []
+
+    def __enter__(self):
+        _C.optrace_start()
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        try:
+            if exc_type is None:
+                _C.sync()
+        finally:
+            import json as _json
+            self.ops = _json.loads(_C.optrace_stop())
+        return False
+
+
 def knobs() -> list:
     """Every NEURON_* knob: name, default, allowed values, help."""
     return _C.knobs()
@@ -180,4 +209,4 @@ def _drain_at_exit():
 _atexit.register(_drain_at_exit)
 
 __all__ = ["device", "sync", "mode", "stats", "reset_stats", "last_ops", "current_op", "knobs",
-           "wait_for_compiles", "profile", "cache_stats", "reset_cache_stats"]
+           "wait_for_compiles", "profile", "trace_ops", "cache_stats", "reset_cache_stats"]

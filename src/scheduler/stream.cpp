@@ -6,6 +6,7 @@
 #include "runtime/blocking.h"
 #include "runtime/log.h"
 #include "runtime/op_runner.h"
+#include "runtime/op_trace.h"
 #include "runtime/profiler.h"
 #include "scheduler/grouper.h"
 
@@ -65,6 +66,7 @@ Stream::Stream(const runtime::Knobs& knobs, runtime::Stats* stats)
 
 absl::Status Stream::Record(runtime::OpRecord record, double record_begin_us) {
   stats_->CountRecorded();
+  if (runtime::optrace::Enabled()) runtime::optrace::Add(record);
   if (runtime::profiler::Enabled()) {
     runtime::profiler::Event e;
     e.cat = "record";
