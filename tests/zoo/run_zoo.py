@@ -1,0 +1,270 @@
+"""The zoo tiers: train zoo models on the neuron device in each mode and compare with CPU.
+
+    PYTHONPATH=python python3 tests/zoo/run_zoo.py --tier 2            # the representative set
+    PYTHONPATH=python python3 tests/zoo/run_zoo.py --tier 3 [--shard I/N] [--report docs/zoo_report.md]
+
+For every (model, mode): 2 training steps (forward, loss, backward, AdamW step) on the device
+and the same 2 steps on the CPU from the same weights and inputs; the run passes when every
+step's loss agrees within --rtol (relative, with an absolute floor of --atol). Tier 2 runs the
+models of tests/zoo/representative.json, tier 3 the whole registry. Each (mode, chunk of models)
+runs in a worker process (NEURON_MODE set; compile and adaptive at NEURON_OPT_LEVEL=0, the
+same lowering with ~4x faster LLVM), so a crash costs one chunk's unfinished models.
+
+Results go to --results (JSON lines, default build/zoo/tier<N>.jsonl); a run skips the (model,
+mode) pairs already there unless --fresh, so tier 3 is resumable. Known failures live in
+tests/zoo/expected_failures.txt, one `<model> | <mode|*> | <reason>` per line: such a failure is
+reported as expected; any other failure fails the run (exit 1), and so does an expected failure
+that now passes (remove its line). --report writes the tier-3 table (docs/zoo_report.md).
+"""
+import argparse
+import collections
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+MODES = ("eager", "compile", "adaptive")
+
+WORKER = r"""
+import copy, json, math, os, sys, time
+sys.path.insert(0, {here!r})
+import torch, torch_trn
+from registry import all_models
+models = all_models()
+out = open(sys.argv[2], "a", buffering=1)
+STEPS = {steps}
+
+def train(model, inputs, device):
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    losses = []
+    for _ in range(STEPS):
+        loss = zm.loss(model, inputs)
+        loss.backward()
+        opt.step(); opt.zero_grad()
+        losses.append(float(loss.item()))
+    return losses
+
+for name in sys.argv[1].split(","):
+    zm = models[name]
+    rec = {{"model": name, "mode": os.environ["NEURON_MODE"]}}
+    t0 = time.time()
+    try:
+        cpu_model = zm.build()
+        dev_model = copy.deepcopy(cpu_model).to("neuron")
+        cpu_in = zm.make_inputs(0)
+        dev_in = {{k: (v.to("neuron") if isinstance(v, torch.Tensor) else v) for k, v in cpu_in.items()}}
+        torch_trn.reset_stats()
+        t1 = time.time()
+        dev = train(dev_model, dev_in, "neuron")
+        rec["device_s"] = round(time.time() - t1, 3)
+        torch_trn.wait_for_compiles()
+        s = torch_trn.stats()
+        ref = train(cpu_model, cpu_in, "cpu")
+        worst = max((abs(a - b) / max(abs(b), {atol}) for a, b in zip(dev, ref)), default=0.0)
+        if any(math.isnan(a) != math.isnan(b) for a, b in zip(dev, ref)):
+            worst = float("inf")
+        rec.update(losses=dev, cpu_losses=ref, max_rel=worst,
+                   status="pass" if worst <= {rtol} else "fail",
+                   host_fallback_ops=sorted(s["host_fallbacks"]),
+                   compiled_share=round(s["ops_run_compiled"] / max(s["ops_executed"], 1), 4),
+                   ops=s["ops_executed"])
+        if rec["status"] == "fail":
+            rec["error"] = f"loss differs from CPU: max rel {{worst:.2e}} ({{dev}} vs {{ref}})"
+    except Exception as e:
+        try:
+            torch_trn.sync()
+        except Exception:
+            pass
+        rec.update(status="error", error=(type(e).__name__ + ": " + str(e)).splitlines()[0][:300])
+    rec["s"] = round(time.time() - t0, 2)
+    out.write(json.dumps(rec) + "\n")
+"""
+
+
+def load_expected(path):
+    exp = {}
+    if not os.path.exists(path):
+        return exp
+    for line in open(path):
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        parts = [p.strip() for p in line.split("|", 2)]
+        if len(parts) != 3 or not parts[2]:
+            raise SystemExit(f"{path}: bad line (want `model | mode|* | reason`): {line}")
+        exp[(parts[0], parts[1])] = parts[2]
+    return exp
+
+
+def expected_reason(exp, model, mode):
+    return exp.get((model, mode)) or exp.get((model, "*"))
+
+
+def run(pairs, args):
+    """pairs: [(mode, [models])] -> records."""
+    records = []
+    with tempfile.TemporaryDirectory() as tmp:
+        work = []
+        for mode, names in pairs:
+            for i in range(0, len(names), args.chunk):
+                work.append((mode, names[i:i + args.chunk]))
+        running, n = [], 0
+        total = sum(len(c) for _, c in work)
+        while work or running:
+            while work and len(running) < args.jobs:
+                mode, chunk = work.pop(0)
+                n += 1
+                path = os.path.join(tmp, f"w{n}.jsonl")
+                env = {k: v for k, v in os.environ.items() if not k.startswith("NEURON_")}
+                env.update(NEURON_MODE=mode, NEURON_CACHE_DIR="off", PYTHONPATH=os.path.join(REPO, "python"))
+                if mode != "eager":
+                    env["NEURON_OPT_LEVEL"] = "0"
+                p = subprocess.Popen([sys.executable, "-c", WORKER.format(here=HERE, steps=args.steps, rtol=args.rtol,
+                                                                          atol=args.atol), ",".join(chunk), path],
+                                     env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+                running.append((p, mode, chunk, path, time.time()))
+            time.sleep(0.2)
+            for entry in list(running):
+                p, mode, chunk, path, t0 = entry
+                if p.poll() is None and time.time() - t0 < args.chunk_timeout:
+                    continue
+                if p.poll() is None:
+                    p.kill()
+                    p.wait()
+                running.remove(entry)
+                done = [json.loads(line) for line in open(path)] if os.path.exists(path) else []
+                records += done
+                rest = [m for m in chunk if m not in {r["model"] for r in done}]
+                if rest:
+                    err = (p.stderr.read() or "").strip().splitlines()
+                    records.append({"model": rest[0], "mode": mode, "status": "error",
+                                    "error": f"worker died (exit {p.returncode}): {err[-1][:200] if err else 'timeout'}"})
+                    if rest[1:]:
+                        work.append((mode, rest[1:]))
+                print(f"  {len(records)}/{total} runs done", flush=True)
+    return records
+
+
+def write_report(path, records, features, tier):
+    by_model = collections.defaultdict(dict)
+    for r in records:
+        by_model[r["model"]][r["mode"]] = r
+    counts = {m: collections.Counter(by_model[n][m]["status"] for n in by_model if m in by_model[n]) for m in MODES}
+    lines = [f"# Zoo report (tier {tier})", "",
+             "Generated by `python3 tests/zoo/run_zoo.py --tier 3 --report docs/zoo_report.md` (`./dev test --full`).",
+             "Per model: its features (tests/zoo/features.json), the result per mode (2 AdamW steps vs CPU), "
+             "the device time of the eager run, the ops that fell back to the host, and the share of ops "
+             "run compiled in compile mode.", "",
+             "| mode | models | pass | fail | error | expected |", "|---|---|---|---|---|---|"]
+    for m in MODES:
+        c = counts[m]
+        lines.append(f"| {m} | {sum(c.values())} | {c['pass']} | {c['fail']} | {c['error']} | {c['xfail']} |")
+    lines += ["", "| model | features | eager | compile | adaptive | eager s | host-fallback ops | compiled share |",
+              "|---|---|---|---|---|---|---|---|"]
+    for name in sorted(by_model):
+        rs = by_model[name]
+        feats = [x for x in features.get("models", {}).get(name, {}).get("features", [])
+                 if not x.startswith(("dtype:", "input:", "output:"))]
+        cells = []
+        for m in MODES:
+            r = rs.get(m)
+            cells.append("—" if r is None else r["status"] + (f" ({r['max_rel']:.0e})" if "max_rel" in r else ""))
+        e = rs.get("eager", {})
+        c = rs.get("compile", {})
+        lines.append(f"| {name} | {', '.join(feats)} | {' | '.join(cells)} | {e.get('device_s', '')} | "
+                     f"{', '.join(x.replace('aten::', '') for x in e.get('host_fallback_ops', []))} | "
+                     f"{c.get('compiled_share', '')} |")
+    with open(path, "w") as f:
+        f.write("\n".join(lines) + "\n")
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--tier", type=int, choices=(2, 3), default=2)
+    p.add_argument("--modes", default=",".join(MODES))
+    p.add_argument("--only", default=None, help="regex on model names")
+    p.add_argument("--shard", default=None, help="I/N")
+    p.add_argument("--jobs", type=int, default=2)
+    p.add_argument("--chunk", type=int, default=6, help="models per worker process")
+    p.add_argument("--chunk-timeout", type=float, default=1200)
+    p.add_argument("--steps", type=int, default=2)
+    p.add_argument("--rtol", type=float, default=1e-3)
+    p.add_argument("--atol", type=float, default=1e-4)
+    p.add_argument("--results", default=None)
+    p.add_argument("--fresh", action="store_true")
+    p.add_argument("--expected", default=os.path.join(HERE, "expected_failures.txt"))
+    p.add_argument("--report", default=None)
+    p.add_argument("--summary", default=None, help="write a JSON summary here")
+    args = p.parse_args(argv)
+    sys.path.insert(0, HERE)
+    if args.tier == 2:
+        with open(os.path.join(HERE, "representative.json")) as f:
+            names = json.load(f)["models"]
+    else:
+        from registry import all_models
+        names = list(all_models())
+    if args.only:
+        names = [n for n in names if re.search(args.only, n)]
+    if args.shard:
+        i, n = (int(x) for x in args.shard.split("/"))
+        names = names[i::n]
+    results = args.results or os.path.join(REPO, "build", "zoo", f"tier{args.tier}.jsonl")
+    os.makedirs(os.path.dirname(results), exist_ok=True)
+    old = []
+    if os.path.exists(results) and not args.fresh:
+        old = [json.loads(line) for line in open(results)]
+    have = {(r["model"], r["mode"]) for r in old}
+    modes = args.modes.split(",")
+    pairs = [(m, [n for n in names if (n, m) not in have]) for m in modes]
+    todo = sum(len(x) for _, x in pairs)
+    print(f"tier {args.tier}: {len(names)} models x {len(modes)} modes, {todo} runs to do", flush=True)
+    t0 = time.time()
+    new = run([(m, x) for m, x in pairs if x], args)
+    with open(results, "w" if args.fresh else "a") as f:
+        for r in new:
+            f.write(json.dumps(r) + "\n")
+    latest = {}
+    for r in old + new:
+        latest[(r["model"], r["mode"])] = r
+    records = [r for (n, m), r in sorted(latest.items()) if n in set(names) and m in modes]
+    exp = load_expected(args.expected)
+    unexpected, xpass = [], []
+    for r in records:
+        reason = expected_reason(exp, r["model"], r["mode"])
+        if r["status"] != "pass" and reason:
+            r["status"] = "xfail"
+        elif r["status"] != "pass":
+            unexpected.append(r)
+        elif reason:
+            xpass.append(r)
+    counts = {m: collections.Counter(r["status"] for r in records if r["mode"] == m) for m in modes}
+    for m in modes:
+        c = counts[m]
+        print(f"{m:9s} pass {c['pass']}, fail {c['fail']}, error {c['error']}, expected {c['xfail']}")
+    worst = max((r.get("max_rel", 0.0) for r in records if r["status"] == "pass"), default=0.0)
+    print(f"max relative loss difference of the passing runs: {worst:.2e}; {time.time() - t0:.0f}s")
+    for r in unexpected:
+        print(f"UNEXPECTED {r['status'].upper()}: {r['model']} [{r['mode']}]: {r.get('error', '')}")
+    for r in xpass:
+        print(f"EXPECTED FAILURE NOW PASSES (remove it from {os.path.relpath(args.expected, REPO)}): "
+              f"{r['model']} [{r['mode']}]")
+    if args.report:
+        fpath = os.path.join(HERE, "features.json")
+        features = json.load(open(fpath)) if os.path.exists(fpath) else {}
+        write_report(args.report, records, features, args.tier)
+        print(f"report: {args.report}")
+    if args.summary:
+        with open(args.summary, "w") as f:
+            json.dump({"counts": {m: dict(c) for m, c in counts.items()}, "max_rel": worst,
+                       "unexpected": [(r["model"], r["mode"], r.get("error", "")) for r in unexpected],
+                       "xpass": [(r["model"], r["mode"]) for r in xpass]}, f, indent=1)
+    return 1 if unexpected or xpass else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
