@@ -3,8 +3,9 @@ the representative set. The tier runs themselves are tests/zoo/run_zoo.py.
 
 - the registry loads every family without building a model, with unique names;
 - feature rules on in-repo models whose architecture is known: each expected feature is derived
-  from the traced stream (depthwise/dilated/transposed/1-D/3-D convolutions, causal and cross
-  attention, embedding lookups and bags, group and instance norms, a tanh RNN);
+  from the traced stream (depthwise/dilated/transposed/1-D/3-D convolutions, causal, cross and
+  grouped-query attention, embedding lookups and bags, group, instance and RMS norms, tanh RNN,
+  LSTM and GRU);
 - the greedy cover picks the fewest models on a hand-made case and covers everything;
 - tests/zoo/representative.json is what tests/zoo/cover.py computes from features.json.
 """
@@ -42,10 +43,13 @@ EXPECTED = {
     "repo/conv3d_video": {"conv:3d", "input:video"},
     "repo/transformer_causal_lm": {"attention:causal", "embedding:lookup", "norm:layer"},
     "repo/transformer_seq2seq": {"attention:cross", "output:sequence"},
+    "repo/gqa_decoder_lm": {"attention:grouped-query", "attention:causal", "norm:rms", "act:silu"},
     "repo/embedding_bag": {"embedding:bag"},
     "repo/groupnorm_cnn": {"norm:group", "act:silu"},
     "repo/instancenorm_style": {"norm:instance"},
     "repo/rnn_tanh_regressor": {"recurrence:rnn"},
+    "repo/lstm_lm": {"recurrence:lstm"},
+    "repo/gru_bidir_tagger": {"recurrence:gru"},
 }
 
 
@@ -77,6 +81,22 @@ def test_greedy_cover_takes_the_fewest_models():
     assert rep["models"] == ["c", "d"] and rep["models_slow"] == ["d"]
     assert rep["features"] == 4 and rep["ops"] == 2
     assert rep["covers"]["x:3"] == "c" and rep["covers"]["x:4"] == "d"
+
+
+def test_greedy_cover_weighs_the_cost_of_each_model():
+    # "big" covers everything alone, but at 50x the recorded ops of the two small models
+    # together; each small one brings more elements per op.
+    over = cover.MODEL_OVERHEAD_OPS
+    features = {"models": {
+        "big": {"features": ["x:1", "x:2", "x:3"], "ops": ["aten::mm"], "recorded": 100 * over},
+        "s1": {"features": ["x:1", "x:2"], "ops": ["aten::mm"], "recorded": over},
+        "s2": {"features": ["x:3"], "ops": [], "recorded": over},
+    }}
+    rep = cover.compute(features)
+    assert rep["models"] == ["s1", "s2"], rep["models"]
+    # Without s2, only the big model covers x:3: the cover still completes, with it last.
+    del features["models"]["s2"]
+    assert cover.compute(features)["models"] == ["s1", "big"]
 
 
 def test_representative_set_is_current():

@@ -1,14 +1,19 @@
-"""The representative set: the fewest zoo models that together cover every feature and ATen op.
+"""The representative set: a cheap set of zoo models that together cover every feature and ATen op.
 
     python3 tests/zoo/cover.py            # tests/zoo/features.json -> tests/zoo/representative.json
     python3 tests/zoo/cover.py --check    # exit 1 if representative.json is not what features.json gives
 
-Greedy set cover over the elements features ∪ ops ("op:aten::name") of every model in
-features.json: repeatedly take the model covering the most uncovered elements (ties: the model
-with fewer recorded ops, then the name), first among models fit for the fast tier
-(tier2_ok), then, for what only the others cover, among all. Greedy is within a factor
-ln(#elements) of the optimum; deterministic for a given features.json. The output lists the
-models in the order chosen and, for each element, the chosen model that covers it first.
+Greedy weighted set cover over the elements features ∪ ops ("op:aten::name") of every model in
+features.json: repeatedly take the model with the most uncovered elements per unit of cost (ties:
+the cheaper model, then the name), first among models fit for the fast tier (tier2_ok), then,
+for what only the others cover, among all. A model's cost is its recorded op count (forward +
+backward, from features.json) plus MODEL_OVERHEAD_OPS, the fixed cost of building and running a
+model in three modes, in op equivalents. Plain greedy (most new elements first) gives a few
+fewer models but picks large ones whose extra ops are already covered (on the full zoo it
+costs about 3x the recorded ops); tier 2 must stay within 10 minutes, so its cost is what the
+cover minimises. Weighted greedy is within a factor ln(#elements) of the cheapest cover;
+deterministic for a given features.json. The output lists the models in the order chosen and,
+for each element, the chosen model that covers it first.
 """
 import argparse
 import json
@@ -24,12 +29,17 @@ def elements(entry):
     return set(entry["features"]) | {f"op:{op}" for op in entry["ops"]}
 
 
+MODEL_OVERHEAD_OPS = 2000
+
+
 def greedy(models, universe, cost):
-    """models: name -> element set. Returns the chosen names, covering `universe` as far as possible."""
+    """models: name -> element set; cost: name -> recorded ops. Returns the chosen names, covering
+    `universe` as far as possible."""
     uncovered = set(universe)
     chosen = []
     while uncovered:
-        best = min(models, key=lambda n: (-len(models[n] & uncovered), cost.get(n, 0), n))
+        best = min(models, key=lambda n: (-len(models[n] & uncovered) / (cost.get(n, 0) + MODEL_OVERHEAD_OPS),
+                                          cost.get(n, 0), n))
         gain = models[best] & uncovered
         if not gain:
             break

@@ -18,8 +18,9 @@ Feature rules (a feature is "kind:value"):
   batched product whose operands come from the same activations (attention scores [.., L, S]);
   causal when the stream builds a lower-triangular mask (tril/triu, or index comparisons that
   produce an [L, S] boolean) or calls SDPA with is_causal; cross when L != S; grouped-query when
-  SDPA's enable_gqa is set or the key/value heads are repeated (repeat_interleave / expand into a
-  copy) before the scores; shifted-window when the stream rolls activations (Swin).
+  SDPA's enable_gqa is set or the key/value heads are repeated before the scores
+  (repeat_interleave, or a 5-D copy [B, Hkv, n_rep, S, D] feeding a product over B*Hkv*n_rep);
+  shifted-window when the stream rolls activations (Swin).
 - norm:{layer,batch,group,instance,rms}: the normalisation ops, rms from x * rsqrt(mean(x^2)).
 - act:{relu,gelu,gelu-tanh,silu,sigmoid,tanh,hardswish,hardsigmoid,leaky-relu,elu,softplus,
   mish,glu,prelu,softmax}: the activation ops.
@@ -183,6 +184,17 @@ def derive(ops, name, input_kind):
         f.add("attention:causal")
     if "aten::repeat_interleave" in opset and any(x.startswith("attention:") for x in f):
         f.add("attention:grouped-query")
+    # Grouped-query attention spelled out (HF repeat_kv): the key/value heads expanded to
+    # [B, Hkv, n_rep, S, D] and copied, then used by a batched product over B*Hkv*n_rep.
+    if any(x.startswith("attention:") for x in f):
+        bmm_shapes = {tuple(_shape(o["args"].get(k)) or ()) for o in ops if _base(o["op"]) == "aten::bmm"
+                      for k in ("self", "mat2")}
+        for o in ops:
+            s = _shape(o["args"].get("self")) if _base(o["op"]) == "aten::copy_" else None
+            if s and len(s) == 5 and s[2] > 1 and ((s[0] * s[1] * s[2], s[3], s[4]) in bmm_shapes or
+                                                   (s[0] * s[1] * s[2], s[4], s[3]) in bmm_shapes):
+                f.add("attention:grouped-query")
+                break
     # rms norm spelled out: x * rsqrt(mean(x^2) + eps)
     if "aten::rsqrt" in opset and "aten::mean" in opset and "aten::pow" in opset and not any(
             x.startswith("norm:layer") for x in f):
@@ -240,7 +252,8 @@ for name in sys.argv[1].split(","):
 """
 
 
-def run_chunks(names, jobs, timeout):
+def run_chunks(names, jobs, timeout, on_chunk=None):
+    """Traces `names` in worker processes; `on_chunk(results)` runs after each finished chunk."""
     results = {}
     with tempfile.TemporaryDirectory() as tmp:
         chunks = [names[i:i + 8] for i in range(0, len(names), 8)]
@@ -277,7 +290,18 @@ def run_chunks(names, jobs, timeout):
                     if rest[1:]:
                         pending.append((len(chunks) + len(pending) + len(running) + 1000, rest[1:]))
                 print(f"  {len(results)}/{len(names)} models traced", flush=True)
+                if on_chunk:
+                    on_chunk(done if not rest else {**done, rest[0]: results[rest[0]]})
     return results
+
+
+def dumps(data):
+    """features.json's text: valid JSON with one line per model, so diffs show which models changed."""
+    parts = []
+    for key in ("failed", "models"):
+        rows = [f" {json.dumps(n)}: {json.dumps(v, sort_keys=True)}" for n, v in sorted(data[key].items())]
+        parts.append(f'"{key}": {{' + ("\n" + ",\n".join(rows) + "\n" if rows else "") + "}")
+    return "{" + ",\n".join(parts) + "}\n"
 
 
 def main(argv=None):
@@ -305,18 +329,23 @@ def main(argv=None):
         names = [n for n in names if n not in data["models"] and n not in data["failed"]]
     print(f"tracing {len(names)} models ({args.jobs} workers)", flush=True)
     t0 = time.time()
-    for name, r in run_chunks(names, args.jobs, args.chunk_timeout).items():
-        data["models"].pop(name, None)
-        data["failed"].pop(name, None)
-        if "error" in r:
-            data["failed"][name] = r["error"]
-        else:
-            data["models"][name] = {"features": r["features"], "ops": r["ops"], "recorded": r["recorded"]}
-    data["models"] = dict(sorted(data["models"].items()))
-    data["failed"] = dict(sorted(data["failed"].items()))
-    with open(args.out, "w") as f:
-        json.dump(data, f, indent=1, sort_keys=True)
-        f.write("\n")
+
+    def merge(results):  # after every chunk, so an interrupted run keeps what it traced
+        for name, r in results.items():
+            data["models"].pop(name, None)
+            data["failed"].pop(name, None)
+            if "error" in r:
+                data["failed"][name] = r["error"].replace(REPO + os.sep, "")  # the same text in every checkout
+            else:
+                data["models"][name] = {"features": r["features"], "ops": r["ops"], "recorded": r["recorded"]}
+        data["models"] = dict(sorted(data["models"].items()))
+        data["failed"] = dict(sorted(data["failed"].items()))
+        tmp = args.out + ".tmp"
+        with open(tmp, "w") as f:
+            f.write(dumps(data))
+        os.replace(tmp, args.out)
+
+    merge(run_chunks(names, args.jobs, args.chunk_timeout, on_chunk=merge))
     feats = {x for m in data["models"].values() for x in m["features"]}
     print(f"{len(data['models'])} models with features ({len(feats)} distinct features), "
           f"{len(data['failed'])} failed; {time.time() - t0:.0f}s -> {args.out}")

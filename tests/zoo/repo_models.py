@@ -300,6 +300,43 @@ class CausalTransformerLM(nn.Module):
         return h @ self.emb.weight.t()
 
 
+class GQADecoderLM(nn.Module):
+    """Llama-style decoder block: RMS norm, 4 query heads sharing 2 key/value heads (the kv heads
+    expanded and copied, as transformers' repeat_kv does), causal mask, SwiGLU MLP."""
+
+    def __init__(self, heads=4, kv_heads=2):
+        super().__init__()
+        self.h, self.kv, self.hd = heads, kv_heads, D // heads
+        self.emb = nn.Embedding(V, D)
+        self.norm1, self.norm2 = nn.RMSNorm(D), nn.RMSNorm(D)
+        self.q = nn.Linear(D, D, bias=False)
+        self.k = nn.Linear(D, kv_heads * self.hd, bias=False)
+        self.v = nn.Linear(D, kv_heads * self.hd, bias=False)
+        self.o = nn.Linear(D, D, bias=False)
+        self.gate, self.up = nn.Linear(D, 2 * D, bias=False), nn.Linear(D, 2 * D, bias=False)
+        self.down = nn.Linear(2 * D, D, bias=False)
+        self.head = nn.Linear(D, V, bias=False)
+
+    def _repeat_kv(self, x):  # [B, kv, L, hd] -> [B, h, L, hd]
+        b, kv, L, hd = x.shape
+        return x[:, :, None].expand(b, kv, self.h // kv, L, hd).reshape(b, self.h, L, hd)
+
+    def forward(self, tokens):
+        b, L = tokens.shape
+        x = self.emb(tokens)
+        h = self.norm1(x)
+        q = self.q(h).view(b, L, self.h, self.hd).transpose(1, 2)
+        k = self._repeat_kv(self.k(h).view(b, L, self.kv, self.hd).transpose(1, 2))
+        v = self._repeat_kv(self.v(h).view(b, L, self.kv, self.hd).transpose(1, 2))
+        scores = q @ k.transpose(-1, -2) / self.hd ** 0.5
+        mask = torch.ones(L, L, dtype=torch.bool, device=tokens.device).tril()
+        att = scores.masked_fill(~mask, float("-inf")).softmax(-1)
+        x = x + self.o((att @ v).transpose(1, 2).reshape(b, L, D))
+        h = self.norm2(x)
+        x = x + self.down(F.silu(self.gate(h)) * self.up(h))
+        return self.head(x)
+
+
 class Seq2SeqTransformer(nn.Module):
     """Encoder + nn.TransformerDecoder (causal self-attn, cross-attn to memory, padding masks)."""
 
@@ -570,6 +607,7 @@ ENTRIES = {
                         lambda m, i: F.l1_loss(m(i["lo"]), i["hi"])),
     "transformer_causal_lm": (CausalTransformerLM, "tokens", _lm_inputs,
                               lambda m, i: _ce_seq(m(i["tokens"]), i["targets"])),
+    "gqa_decoder_lm": (GQADecoderLM, "tokens", _lm_inputs, lambda m, i: _ce_seq(m(i["tokens"]), i["targets"])),
     "transformer_seq2seq": (Seq2SeqTransformer, "tokens", _seq2seq_inputs,
                             lambda m, i: _ce_seq(m(i["src"], i["tgt"], i["src_pad"]), i["y"])),
     "mha_key_padding": (MHAPaddingClassifier, "sequence", _mha_inputs,

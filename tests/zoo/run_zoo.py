@@ -105,8 +105,9 @@ def expected_reason(exp, model, mode):
     return exp.get((model, mode)) or exp.get((model, "*"))
 
 
-def run(pairs, args):
-    """pairs: [(mode, [models])] -> records."""
+def run(pairs, args, sink):
+    """pairs: [(mode, [models])] -> records; each finished chunk's records are also written to
+    `sink` (a file) at once, so an interrupted run keeps them."""
     records = []
     with tempfile.TemporaryDirectory() as tmp:
         work = []
@@ -138,14 +139,17 @@ def run(pairs, args):
                     p.wait()
                 running.remove(entry)
                 done = [json.loads(line) for line in open(path)] if os.path.exists(path) else []
-                records += done
                 rest = [m for m in chunk if m not in {r["model"] for r in done}]
                 if rest:
                     err = (p.stderr.read() or "").strip().splitlines()
-                    records.append({"model": rest[0], "mode": mode, "status": "error",
-                                    "error": f"worker died (exit {p.returncode}): {err[-1][:200] if err else 'timeout'}"})
+                    done.append({"model": rest[0], "mode": mode, "status": "error",
+                                 "error": f"worker died (exit {p.returncode}): {err[-1][:200] if err else 'timeout'}"})
                     if rest[1:]:
                         work.append((mode, rest[1:]))
+                records += done
+                for r in done:
+                    sink.write(json.dumps(r) + "\n")
+                sink.flush()
                 print(f"  {len(records)}/{total} runs done", flush=True)
     return records
 
@@ -224,10 +228,8 @@ def main(argv=None):
     todo = sum(len(x) for _, x in pairs)
     print(f"tier {args.tier}: {len(names)} models x {len(modes)} modes, {todo} runs to do", flush=True)
     t0 = time.time()
-    new = run([(m, x) for m, x in pairs if x], args)
-    with open(results, "w" if args.fresh else "a") as f:
-        for r in new:
-            f.write(json.dumps(r) + "\n")
+    with open(results, "w" if args.fresh else "a") as sink:
+        new = run([(m, x) for m, x in pairs if x], args, sink)
     latest = {}
     for r in old + new:
         latest[(r["model"], r["mode"])] = r
