@@ -154,7 +154,7 @@ def run(pairs, args, sink):
     return records
 
 
-def write_report(path, records, features, tier):
+def write_report(path, records, features, tier, zoo_size):
     by_model = collections.defaultdict(dict)
     for r in records:
         by_model[r["model"]][r["mode"]] = r
@@ -164,6 +164,8 @@ def write_report(path, records, features, tier):
              "Per model: its features (tests/zoo/features.json), the result per mode (2 AdamW steps vs CPU), "
              "the device time of the eager run, the ops that fell back to the host, and the share of ops "
              "run compiled in compile mode.", "",
+             f"Models with results: {len(by_model)} of the {zoo_size} the run covers"
+             + ("." if len(by_model) >= zoo_size else " (a partial run: rerun the command to resume it)."), "",
              "| mode | models | pass | fail | error | expected |", "|---|---|---|---|---|---|"]
     for m in MODES:
         c = counts[m]
@@ -183,6 +185,13 @@ def write_report(path, records, features, tier):
         lines.append(f"| {name} | {', '.join(feats)} | {' | '.join(cells)} | {e.get('device_s', '')} | "
                      f"{', '.join(x.replace('aten::', '') for x in e.get('host_fallback_ops', []))} | "
                      f"{c.get('compiled_share', '')} |")
+    failures = [r for rs in by_model.values() for r in rs.values() if r["status"] not in ("pass",)]
+    if failures:
+        lines += ["", "## Failures", "", "| model | mode | status | error (expected: the reason listed) |",
+                  "|---|---|---|---|"]
+        for r in sorted(failures, key=lambda r: (r["model"], MODES.index(r["mode"]))):
+            err = (r.get("reason") or r.get("error", "")).replace("|", "\\|")[:240]
+            lines.append(f"| {r['model']} | {r['mode']} | {r['status']} | {err} |")
     with open(path, "w") as f:
         f.write("\n".join(lines) + "\n")
 
@@ -239,7 +248,7 @@ def main(argv=None):
     for r in records:
         reason = expected_reason(exp, r["model"], r["mode"])
         if r["status"] != "pass" and reason:
-            r["status"] = "xfail"
+            r["status"], r["reason"] = "xfail", reason
         elif r["status"] != "pass":
             unexpected.append(r)
         elif reason:
@@ -258,7 +267,7 @@ def main(argv=None):
     if args.report:
         fpath = os.path.join(HERE, "features.json")
         features = json.load(open(fpath)) if os.path.exists(fpath) else {}
-        write_report(args.report, records, features, args.tier)
+        write_report(args.report, records, features, args.tier, len(names))
         print(f"report: {args.report}")
     if args.summary:
         with open(args.summary, "w") as f:
