@@ -16,6 +16,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <typeinfo>
 
 #include "runtime/host_view.h"
 #include "runtime/block_cache.h"
@@ -172,6 +173,20 @@ at::Tensor& SetStorage(at::Tensor& self, c10::Storage source) {
   return SetStorageOffset(self, std::move(source), 0, {c10::SymInt(numel)}, {});
 }
 
+// Whether `param.data = from` may swap `from`'s metadata into `self` in place (Module._apply):
+// plain dense tensors on the host or the device, as TensorImpl allows among CPU/CUDA. Without
+// it, `module.to("neuron")` makes a new Parameter per module and breaks tied weights (an LM head
+// sharing the embedding matrix would train as two matrices).
+bool HasCompatibleShallowCopyType(const at::Tensor& self, const at::Tensor& from) {
+  auto plain = [](const at::Tensor& t) {
+    const c10::DeviceType type = t.device().type();
+    return t.layout() == c10::kStrided && !t.is_quantized() && !t.is_nested() &&
+           (type == c10::DeviceType::CPU || type == c10::DeviceType::PrivateUse1) &&
+           typeid(*t.unsafeGetTensorImpl()) == typeid(c10::TensorImpl);
+  };
+  return plain(self) && plain(from);
+}
+
 }  // namespace
 
 c10::Allocator* DeviceAllocator() { return &g_allocator; }
@@ -197,6 +212,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("_copy_from", TORCH_FN(trn::trace::CopyFrom));
   m.impl("resize_", TORCH_FN(trn::trace::Resize));
   m.impl("set_.source_Storage", TORCH_FN(trn::trace::SetStorage));
+  m.impl("_has_compatible_shallow_copy_type", TORCH_FN(trn::trace::HasCompatibleShallowCopyType));
   m.impl("set_.source_Storage_storage_offset", TORCH_FN(trn::trace::SetStorageOffset));
   // CompositeExplicitAutograd kernels that throw for backends other than CPU/CUDA: an
   // op-specific registration beats a composite kernel (a backend fallback does not).

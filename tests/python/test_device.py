@@ -201,3 +201,21 @@ def test_random_ops_are_reproducible_whatever_the_host_does_meanwhile():
     b2 = torch.randn(4, device=DEV)
     torch.testing.assert_close(a.cpu(), a2.cpu(), rtol=0, atol=0)
     torch.testing.assert_close(b.cpu(), b2.cpu(), rtol=0, atol=0)
+
+
+def test_module_to_device_keeps_tied_weights():
+    # An LM head sharing the embedding matrix (transformers' tie_weights): Module._apply swaps
+    # the data in place only if the device allows it, otherwise each module gets its own copy.
+    torch.manual_seed(0)
+    emb = torch.nn.Embedding(10, 4)
+    head = torch.nn.Linear(4, 10, bias=False)
+    head.weight = emb.weight
+    model = torch.nn.Sequential(emb, head).to("neuron")
+    assert model[1].weight is model[0].weight
+    assert model[0].weight.device.type == "neuron" and isinstance(model[0].weight, torch.nn.Parameter)
+    model(torch.tensor([1, 2, 3]).to("neuron")).sum().backward()
+    ref = torch.nn.Sequential(emb, head).cpu()  # the same (shared) parameter, back on the host
+    assert ref[1].weight is ref[0].weight
+    grad = model[0].weight.grad.cpu()
+    # Both uses accumulate into the one gradient: rows 1-3 get the lookup and the head's part.
+    assert grad[1].abs().sum() > 0 and torch.all(grad[0] != 0)
