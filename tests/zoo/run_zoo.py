@@ -5,7 +5,12 @@
 
 For every (model, mode): 2 training steps (forward, loss, backward, AdamW step) on the device
 and the same 2 steps on the CPU from the same weights and inputs; the run passes when every
-step's loss agrees within --rtol (relative, with an absolute floor of --atol). Tier 2 runs the
+step's loss agrees within --rtol (relative, with an absolute floor of --atol), or, failing that,
+when the device is no farther from a float64 CPU run of the same steps than 4x CPU float32 is
+(Adam's first update is ~lr * sign(g) even for a noise-level g, so a BatchNorm bias gradient
+that cancels to 0 on CPU and to 5e-7 on the device moves by a full step; deep BN nets on
+2-sample batches then differ by ~1e-2 after one step, and so does CPU float32 from float64).
+The record keeps both distances (cpu_vs_f64, device_vs_f64). Tier 2 runs the
 models of tests/zoo/representative.json, tier 3 the whole registry. Each (mode, chunk of models)
 runs in a worker process (NEURON_MODE set; compile and adaptive at NEURON_OPT_LEVEL=0, the
 same lowering with ~4x faster LLVM), so a crash costs one chunk's unfinished models.
@@ -39,6 +44,11 @@ models = all_models()
 out = open(sys.argv[2], "a", buffering=1)
 STEPS = {steps}
 
+def rel(got, ref):
+    if any(math.isnan(a) != math.isnan(b) for a, b in zip(got, ref)):
+        return float("inf")
+    return max((abs(a - b) / max(abs(b), {atol}) for a, b in zip(got, ref)), default=0.0)
+
 def train(model, inputs, device):
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
     losses = []
@@ -56,6 +66,7 @@ for name in sys.argv[1].split(","):
     try:
         cpu_model = zm.build()
         dev_model = copy.deepcopy(cpu_model).to("neuron")
+        init_state = copy.deepcopy(cpu_model.state_dict())
         cpu_in = zm.make_inputs(0)
         dev_in = {{k: (v.to("neuron") if isinstance(v, torch.Tensor) else v) for k, v in cpu_in.items()}}
         torch_trn.reset_stats()
@@ -65,16 +76,33 @@ for name in sys.argv[1].split(","):
         torch_trn.wait_for_compiles()
         s = torch_trn.stats()
         ref = train(cpu_model, cpu_in, "cpu")
-        worst = max((abs(a - b) / max(abs(b), {atol}) for a, b in zip(dev, ref)), default=0.0)
-        if any(math.isnan(a) != math.isnan(b) for a, b in zip(dev, ref)):
-            worst = float("inf")
+        worst = rel(dev, ref)
+        ok = worst <= {rtol}
+        if not ok and math.isfinite(worst):
+            # Is the difference float32 rounding (amplified by Adam's first steps, whose update
+            # is ~lr * sign(g) even for a noise-level g)? Then CPU float32 is as far from a
+            # float64 run as the device is: compare both with float64 from the same weights.
+            try:
+                m64 = zm.build()
+                m64.load_state_dict(init_state)
+                m64 = m64.double()
+                in64 = {{k: (v.double() if isinstance(v, torch.Tensor) and v.is_floating_point() else v)
+                         for k, v in cpu_in.items()}}
+                ref64 = train(m64, in64, "cpu")
+                rec.update(f64_losses=ref64, cpu_vs_f64=rel(ref, ref64), device_vs_f64=rel(dev, ref64))
+                ok = rec["device_vs_f64"] <= max({rtol}, 4 * rec["cpu_vs_f64"])
+            except Exception as e:
+                rec["f64_error"] = (type(e).__name__ + ": " + str(e)).splitlines()[0][:200]
         rec.update(losses=dev, cpu_losses=ref, max_rel=worst,
-                   status="pass" if worst <= {rtol} else "fail",
+                   status="pass" if ok else "fail",
                    host_fallback_ops=sorted(s["host_fallbacks"]),
                    compiled_share=round(s["ops_run_compiled"] / max(s["ops_executed"], 1), 4),
                    ops=s["ops_executed"])
         if rec["status"] == "fail":
             rec["error"] = f"loss differs from CPU: max rel {{worst:.2e}} ({{dev}} vs {{ref}})"
+            if "cpu_vs_f64" in rec:
+                rec["error"] += (f"; vs float64: device {{rec['device_vs_f64']:.2e}}, "
+                                 f"CPU float32 {{rec['cpu_vs_f64']:.2e}}")
     except Exception as e:
         try:
             torch_trn.sync()
@@ -258,7 +286,9 @@ def main(argv=None):
         c = counts[m]
         print(f"{m:9s} pass {c['pass']}, fail {c['fail']}, error {c['error']}, expected {c['xfail']}")
     worst = max((r.get("max_rel", 0.0) for r in records if r["status"] == "pass"), default=0.0)
-    print(f"max relative loss difference of the passing runs: {worst:.2e}; {time.time() - t0:.0f}s")
+    f64 = sum(1 for r in records if r["status"] == "pass" and "cpu_vs_f64" in r)
+    print(f"max relative loss difference of the passing runs: {worst:.2e} ({f64} passed by the float64 "
+          f"check); {time.time() - t0:.0f}s")
     for r in unexpected:
         print(f"UNEXPECTED {r['status'].upper()}: {r['model']} [{r['mode']}]: {r.get('error', '')}")
     for r in xpass:
