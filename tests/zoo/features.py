@@ -20,7 +20,7 @@ Feature rules (a feature is "kind:value"):
   produce an [L, S] boolean) or calls SDPA with is_causal; cross when L != S; grouped-query when
   SDPA's enable_gqa is set or the key/value heads are repeated before the scores
   (repeat_interleave, or a 5-D copy [B, Hkv, n_rep, S, D] feeding a product over B*Hkv*n_rep);
-  shifted-window when the stream rolls activations (Swin).
+  shifted-window when the stream rolls a 4-D feature map over two dims (Swin).
 - norm:{layer,batch,group,instance,rms}: the normalisation ops, rms from x * rsqrt(mean(x^2)).
 - act:{relu,gelu,gelu-tanh,silu,sigmoid,tanh,hardswish,hardsigmoid,leaky-relu,elu,softplus,
   mish,glu,prelu,softmax}: the activation ops.
@@ -121,8 +121,10 @@ def derive(ops, name, input_kind):
         if op == "aten::convolution":
             w = _shape(a.get("weight")) or []
             x = _shape(a.get("input")) or []
-            if len(w) == 4 and len(x) == 4 and x[2] == 1 and w[2] == 1:
-                f.add("conv:1d")  # conv1d reaches non-CPU backends as a conv2d over [N, C, 1, L]
+            if len(w) == 4 and len(x) == 4 and x[2] == 1 and w[2] == 1 and x[3] > 1:
+                # conv1d reaches non-CPU backends as a conv2d over [N, C, 1, L]; a 2-D conv on a
+                # 1x1 map (late stages of a CNN at tiny inputs) stays 2-D
+                f.add("conv:1d")
             elif len(w) >= 3:
                 f.add(f"conv:{len(w) - 2}d")
             groups = a.get("groups", 1) or 1
@@ -144,8 +146,8 @@ def derive(ops, name, input_kind):
             # instance norm runs batch norm over [1, N*C, ...]
             if len(x) >= 3 and x[0] == 1 and a.get("training"):
                 f.add("norm:instance")
-        if op == "aten::roll":
-            f.add("attention:shifted-window")
+        if op == "aten::roll" and len(_shape(a.get("self")) or []) == 4 and len(a.get("dims") or []) == 2:
+            f.add("attention:shifted-window")  # Swin: a feature map [B, H, W, C] rolled over H and W
         if op in ("aten::_scaled_dot_product_efficient_attention", "aten::_scaled_dot_product_flash_attention",
                   "aten::_scaled_dot_product_flash_attention_for_cpu", "aten::scaled_dot_product_attention",
                   "aten::_scaled_dot_product_attention_math"):
@@ -202,8 +204,9 @@ def derive(ops, name, input_kind):
     # Recurrence: one source line issuing the same gate ops for many steps.
     gates = collections.defaultdict(collections.Counter)
     for o in ops:
-        if _base(o["op"]) in ("aten::sigmoid", "aten::tanh"):
-            gates[o.get("source", "")][_base(o["op"])] += 1
+        src = o.get("source") or ""
+        if _base(o["op"]) in ("aten::sigmoid", "aten::tanh") and "(backward)" not in src:
+            gates[src][_base(o["op"])] += 1  # the forward pass: a backward's tanh would look like an RNN
     for line, c in gates.items():
         sig, tanh = c["aten::sigmoid"], c["aten::tanh"]
         if sig + tanh < 8:
