@@ -23,6 +23,7 @@ that now passes (remove its line). --report writes the tier-3 table (docs/zoo_re
 """
 import argparse
 import collections
+import itertools
 import json
 import os
 import re
@@ -138,10 +139,10 @@ def run(pairs, args, sink):
     `sink` (a file) at once, so an interrupted run keeps them."""
     records = []
     with tempfile.TemporaryDirectory() as tmp:
-        work = []
-        for mode, names in pairs:
-            for i in range(0, len(names), args.chunk):
-                work.append((mode, names[i:i + args.chunk]))
+        # Modes interleaved chunk by chunk, so a run stopped early has every mode for its models.
+        per_mode = [[(mode, names[i:i + args.chunk]) for i in range(0, len(names), args.chunk)]
+                    for mode, names in pairs]
+        work = [w for group in itertools.zip_longest(*per_mode) for w in group if w]
         running, n = [], 0
         total = sum(len(c) for _, c in work)
         while work or running:
@@ -241,6 +242,7 @@ def main(argv=None):
     p.add_argument("--expected", default=os.path.join(HERE, "expected_failures.txt"))
     p.add_argument("--report", default=None)
     p.add_argument("--summary", default=None, help="write a JSON summary here")
+    p.add_argument("--no-run", action="store_true", help="only summarise/report the results already there")
     args = p.parse_args(argv)
     sys.path.insert(0, HERE)
     if args.tier == 2:
@@ -257,11 +259,13 @@ def main(argv=None):
     results = args.results or os.path.join(REPO, "build", "zoo", f"tier{args.tier}.jsonl")
     os.makedirs(os.path.dirname(results), exist_ok=True)
     old = []
+    if args.no_run:
+        args.fresh = False  # never truncate results that are only being read
     if os.path.exists(results) and not args.fresh:
         old = [json.loads(line) for line in open(results)]
     have = {(r["model"], r["mode"]) for r in old}
     modes = args.modes.split(",")
-    pairs = [(m, [n for n in names if (n, m) not in have]) for m in modes]
+    pairs = [(m, [] if args.no_run else [n for n in names if (n, m) not in have]) for m in modes]
     todo = sum(len(x) for _, x in pairs)
     print(f"tier {args.tier}: {len(names)} models x {len(modes)} modes, {todo} runs to do", flush=True)
     t0 = time.time()
