@@ -5,12 +5,14 @@
 
 For every (model, mode): 2 training steps (forward, loss, backward, AdamW step) on the device
 and the same 2 steps on the CPU from the same weights and inputs; the run passes when every
-step's loss agrees within --rtol (relative, with an absolute floor of --atol), or, failing that,
-when the device is no farther from a float64 CPU run of the same steps than 4x CPU float32 is
-(Adam's first update is ~lr * sign(g) even for a noise-level g, so a BatchNorm bias gradient
-that cancels to 0 on CPU and to 5e-7 on the device moves by a full step; deep BN nets on
-2-sample batches then differ by ~1e-2 after one step, and so does CPU float32 from float64).
-The record keeps both distances (cpu_vs_f64, device_vs_f64). Tier 2 runs the
+step's loss agrees within --rtol (relative, with an absolute floor of --atol). After step 1
+(the forward on identical weights, which must always agree within --rtol) a run outside --rtol
+still passes when the device is no farther from a float64 CPU run of the same steps than
+F64_FACTOR (10) times CPU float32 is. Adam's first update is ~lr * sign(g) even for a
+noise-level g, so a BatchNorm bias gradient that cancels to 0 on CPU and to 5e-7 on the device
+moves by a full step; deep BN nets on 2-sample batches then differ by 1e-2..1e-1 at step 2,
+and CPU float32 differs from float64 by as much (one sample of a noisy distance, hence the
+factor). The record keeps both distances (cpu_vs_f64, device_vs_f64). Tier 2 runs the
 models of tests/zoo/representative.json, tier 3 the whole registry. Each (mode, chunk of models)
 runs in a worker process (NEURON_MODE set; compile and adaptive at NEURON_OPT_LEVEL=0, the
 same lowering with ~4x faster LLVM), so a crash costs one chunk's unfinished models.
@@ -35,6 +37,8 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 MODES = ("eager", "compile", "adaptive")
+# How much farther from float64 than CPU float32 the device may be after step 1 (see the docstring).
+F64_FACTOR = 10
 
 WORKER = r"""
 import copy, json, math, os, sys, time
@@ -44,6 +48,8 @@ from registry import all_models
 models = all_models()
 out = open(sys.argv[2], "a", buffering=1)
 STEPS = {steps}
+
+F64_FACTOR = {f64_factor}
 
 def rel(got, ref):
     if any(math.isnan(a) != math.isnan(b) for a, b in zip(got, ref)):
@@ -78,8 +84,9 @@ for name in sys.argv[1].split(","):
         s = torch_trn.stats()
         ref = train(cpu_model, cpu_in, "cpu")
         worst = rel(dev, ref)
+        first_ok = rel(dev[:1], ref[:1]) <= {rtol}  # step 1: the forward on identical weights
         ok = worst <= {rtol}
-        if not ok and math.isfinite(worst):
+        if first_ok and not ok and math.isfinite(worst):
             # Is the difference float32 rounding (amplified by Adam's first steps, whose update
             # is ~lr * sign(g) even for a noise-level g)? Then CPU float32 is as far from a
             # float64 run as the device is: compare both with float64 from the same weights.
@@ -91,7 +98,7 @@ for name in sys.argv[1].split(","):
                          for k, v in cpu_in.items()}}
                 ref64 = train(m64, in64, "cpu")
                 rec.update(f64_losses=ref64, cpu_vs_f64=rel(ref, ref64), device_vs_f64=rel(dev, ref64))
-                ok = rec["device_vs_f64"] <= max({rtol}, 4 * rec["cpu_vs_f64"])
+                ok = rec["device_vs_f64"] <= max({rtol}, F64_FACTOR * rec["cpu_vs_f64"])
             except Exception as e:
                 rec["f64_error"] = (type(e).__name__ + ": " + str(e)).splitlines()[0][:200]
         rec.update(losses=dev, cpu_losses=ref, max_rel=worst,
@@ -155,7 +162,7 @@ def run(pairs, args, sink):
                 if mode != "eager":
                     env["NEURON_OPT_LEVEL"] = "0"
                 p = subprocess.Popen([sys.executable, "-c", WORKER.format(here=HERE, steps=args.steps, rtol=args.rtol,
-                                                                          atol=args.atol), ",".join(chunk), path],
+                                                                          atol=args.atol, f64_factor=F64_FACTOR), ",".join(chunk), path],
                                      env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
                 running.append((p, mode, chunk, path, time.time()))
             time.sleep(0.2)
