@@ -15,7 +15,8 @@ and CPU float32 differs from float64 by as much (one sample of a noisy distance,
 factor). The record keeps both distances (cpu_vs_f64, device_vs_f64). Tier 2 runs the
 models of tests/zoo/representative.json, tier 3 the whole registry. Each (mode, chunk of models)
 runs in a worker process (NEURON_MODE set; compile and adaptive at NEURON_OPT_LEVEL=0, the
-same lowering with ~4x faster LLVM), so a crash costs one chunk's unfinished models.
+same lowering with ~4x faster LLVM; one CPU thread each, CPU reference included), so a crash
+costs one chunk's unfinished models.
 
 Results go to --results (JSON lines, default build/zoo/tier<N>.jsonl); a run skips the (model,
 mode) pairs already there unless --fresh, so tier 3 is resumable. Known failures live in
@@ -158,7 +159,12 @@ def run(pairs, args, sink):
                 n += 1
                 path = os.path.join(tmp, f"w{n}.jsonl")
                 env = {k: v for k, v in os.environ.items() if not k.startswith("NEURON_")}
-                env.update(NEURON_MODE=mode, NEURON_CACHE_DIR="off", PYTHONPATH=os.path.join(REPO, "python"))
+                # One CPU thread per worker, for the CPU reference and for the executor alike:
+                # --jobs workers then fill the cores without OpenMP threads spinning against each
+                # other (2x faster on 2 cores), and eager runs sum in the CPU's order, so their
+                # losses match CPU bit for bit instead of needing the float64 check.
+                env.update(NEURON_MODE=mode, NEURON_CACHE_DIR="off", PYTHONPATH=os.path.join(REPO, "python"),
+                           OMP_NUM_THREADS="1", NEURON_EXECUTOR_THREADS="1")
                 if mode != "eager":
                     env["NEURON_OPT_LEVEL"] = "0"
                 p = subprocess.Popen([sys.executable, "-c", WORKER.format(here=HERE, steps=args.steps, rtol=args.rtol,
