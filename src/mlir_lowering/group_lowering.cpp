@@ -216,6 +216,22 @@ std::optional<View> Derive(const TensorGeometry& written, const View& value, con
   return out;
 }
 
+// Whether linalg's verifier accepts `v` as an operand. It infers each loop's range from the
+// first operand that indexes with the bare loop dim (`dK`: coefficient 1, no constant), and
+// requires every such operand dim to have exactly that size. A view that reads a prefix of a
+// written dim (x.view(2, 4, 64)[..., :16], the first of a q/k/v split) indexes the 64-long base
+// dim with a bare `d2` over a 16-long loop, and would be rejected.
+bool LinalgCanIndex(const View& v) {
+  for (size_t j = 0; j < v.map.size(); ++j) {
+    const AffineTerm& t = v.map[j];
+    if (t.constant == 0 && t.coeffs.size() == 1 && t.coeffs[0].second == 1 &&
+        v.sizes[t.coeffs[0].first] != v.base_shape[j]) {
+      return false;
+    }
+  }
+  return true;
+}
+
 bool IsDevice(const c10::IValue& v) { return v.isTensor() && runtime::IsDeviceTensor(v.toTensor()); }
 
 }  // namespace
@@ -416,6 +432,10 @@ absl::StatusOr<View> GroupLowering::Read(const at::Tensor& t) {
   }
   if (overlapping != nullptr) {
     if (std::optional<View> v = Derive(overlapping->geo, overlapping->value, geo)) {
+      if (!LinalgCanIndex(*v)) {
+        // The next group reads it as an input, through its strides.
+        return CutHere("reads a prefix of a dim of a value the group wrote");
+      }
       return *v;
     }
     return CutHere("reads a view that is not an affine image of the view the group wrote");

@@ -146,6 +146,33 @@ def test_views_and_in_place_updates_inside_a_group():
     assert out["u"] == u.tolist()
 
 
+def test_prefix_reads_of_values_written_in_the_group_compile():
+    # A read of a prefix of a dim the group wrote (the first part of a q/k/v split) is indexed
+    # by a bare loop dim over a longer tensor dim, which linalg's verifier rejects: such a read
+    # must start a new group, not make the group fail to compile (found by the zoo: levit).
+    out = run_json("""
+        import json, torch, torch_trn
+        x = torch.linspace(-3, 3, 8 * 64).reshape(8, 64).to("neuron")
+        z = x * 3
+        q, k, v = z.view(2, 4, 64).split([16, 16, 32], dim=-1)
+        a = q + 1
+        b = z[:, :1] * 2
+        c = (z.t()[:5] - 1) + k.sum()
+        r = {"a": a.cpu().tolist(), "b": b.cpu().tolist(), "c": c.cpu().tolist(), "v": v.cpu().tolist()}
+        r["failures"] = torch_trn.stats()["compile_failures"]
+        r["compiled"] = torch_trn.stats()["ops_run_compiled"]
+        print(json.dumps(r))
+    """)
+    z = torch.linspace(-3, 3, 8 * 64).reshape(8, 64) * 3
+    q, k, v = z.view(2, 4, 64).split([16, 16, 32], dim=-1)
+    assert out["failures"] == {}, out["failures"]
+    assert out["compiled"] > 0
+    assert out["a"] == (q + 1).tolist()
+    assert out["b"] == (z[:, :1] * 2).tolist()
+    assert torch.allclose(torch.tensor(out["c"]), (z.t()[:5] - 1) + k.sum(), rtol=1e-6)
+    assert out["v"] == v.tolist()
+
+
 def test_device_side_check_raises_index_error_at_the_ops_line():
     proc = run_python("""
         import torch, torch_trn
