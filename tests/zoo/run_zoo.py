@@ -5,21 +5,29 @@
 
 For every (model, mode): 2 training steps (forward, loss, backward, AdamW step) on the device
 and the same 2 steps on the CPU from the same weights and inputs; the run passes when every
-step's loss agrees within --rtol (relative, with an absolute floor of --atol). After step 1
-(the forward on identical weights, which must always agree within --rtol) a run outside --rtol
-still passes when the device is no farther from a float64 CPU run of the same steps than
-F64_FACTOR (10) times CPU float32 is. Adam's first update is ~lr * sign(g) even for a
-noise-level g, so a BatchNorm bias gradient that cancels to 0 on CPU and to 5e-7 on the device
-moves by a full step; deep BN nets on 2-sample batches then differ by 1e-2..1e-1 at step 2,
-and CPU float32 differs from float64 by as much (one sample of a noisy distance, hence the
-factor). The record keeps both distances (cpu_vs_f64, device_vs_f64). Tier 2 runs the
+step's loss agrees within --rtol (relative, with an absolute floor of --atol). A run outside
+--rtol still passes when its difference is float32 rounding, judged against a float64 CPU run
+of the same steps from the same weights:
+  - step 1 (the forward on identical weights): the device is no farther from float64 than
+    F64_FACTOR_STEP1 (4) times CPU float32 is. Ill-conditioned forwards need this: BatchNorm
+    over 2 samples normalises a difference of two nearly equal values, so hf/levit's step-1
+    loss is 2.3e-3 from float64 on CPU float32 (the device: 1.4e-3);
+  - every step: the device is no farther from float64 than F64_FACTOR (10) times CPU float32
+    is. Adam's first update is ~lr * sign(g) even for a noise-level g, so a BatchNorm bias
+    gradient that cancels to 0 on CPU and to 5e-7 on the device moves by a full step; deep BN
+    nets on 2-sample batches then differ by 1e-2..1e-1 at step 2, and CPU float32 differs from
+    float64 by as much (one sample of a noisy distance, hence the factor).
+The record keeps the distances (cpu_vs_f64, device_vs_f64 over all steps; *_step1 for step 1),
+and the groups that did not compile (compile_failures: reason -> count; their ops ran op by op,
+so the result stands, but each is a lowering bug the report lists). Tier 2 runs the
 models of tests/zoo/representative.json, tier 3 the whole registry. Each (mode, chunk of models)
 runs in a worker process (NEURON_MODE set; compile and adaptive at NEURON_OPT_LEVEL=0, the
 same lowering with ~4x faster LLVM; one CPU thread each, CPU reference included), so a crash
 costs one chunk's unfinished models.
 
 Results go to --results (JSON lines, default build/zoo/tier<N>.jsonl); a run skips the (model,
-mode) pairs already there unless --fresh, so tier 3 is resumable. Known failures live in
+mode) pairs already there unless --fresh (or, with --rerun, those not passing), so tier 3 is
+resumable. Known failures live in
 tests/zoo/expected_failures.txt, one `<model> | <mode|*> | <reason>` per line: such a failure is
 reported as expected; any other failure fails the run (exit 1), and so does an expected failure
 that now passes (remove its line). --report writes the tier-3 table (docs/zoo_report.md).
@@ -40,6 +48,8 @@ REPO = os.path.dirname(os.path.dirname(HERE))
 MODES = ("eager", "compile", "adaptive")
 # How much farther from float64 than CPU float32 the device may be after step 1 (see the docstring).
 F64_FACTOR = 10
+# The same for step 1 alone, where both runs start from identical weights and inputs.
+F64_FACTOR_STEP1 = 4
 
 WORKER = r"""
 import copy, json, math, os, sys, time
@@ -51,6 +61,7 @@ out = open(sys.argv[2], "a", buffering=1)
 STEPS = {steps}
 
 F64_FACTOR = {f64_factor}
+F64_FACTOR_STEP1 = {f64_factor_step1}
 
 def rel(got, ref):
     if any(math.isnan(a) != math.isnan(b) for a, b in zip(got, ref)):
@@ -85,12 +96,12 @@ for name in sys.argv[1].split(","):
         s = torch_trn.stats()
         ref = train(cpu_model, cpu_in, "cpu")
         worst = rel(dev, ref)
-        first_ok = rel(dev[:1], ref[:1]) <= {rtol}  # step 1: the forward on identical weights
         ok = worst <= {rtol}
-        if first_ok and not ok and math.isfinite(worst):
-            # Is the difference float32 rounding (amplified by Adam's first steps, whose update
-            # is ~lr * sign(g) even for a noise-level g)? Then CPU float32 is as far from a
-            # float64 run as the device is: compare both with float64 from the same weights.
+        if not ok and math.isfinite(worst):
+            # Is the difference float32 rounding (amplified by an ill-conditioned forward, or by
+            # Adam's first steps, whose update is ~lr * sign(g) even for a noise-level g)? Then
+            # CPU float32 is about as far from a float64 run as the device is: compare both with
+            # float64 from the same weights.
             try:
                 m64 = zm.build()
                 m64.load_state_dict(init_state)
@@ -98,8 +109,10 @@ for name in sys.argv[1].split(","):
                 in64 = {{k: (v.double() if isinstance(v, torch.Tensor) and v.is_floating_point() else v)
                          for k, v in cpu_in.items()}}
                 ref64 = train(m64, in64, "cpu")
-                rec.update(f64_losses=ref64, cpu_vs_f64=rel(ref, ref64), device_vs_f64=rel(dev, ref64))
-                ok = rec["device_vs_f64"] <= max({rtol}, F64_FACTOR * rec["cpu_vs_f64"])
+                rec.update(f64_losses=ref64, cpu_vs_f64=rel(ref, ref64), device_vs_f64=rel(dev, ref64),
+                           cpu_vs_f64_step1=rel(ref[:1], ref64[:1]), device_vs_f64_step1=rel(dev[:1], ref64[:1]))
+                ok = (rec["device_vs_f64_step1"] <= max({rtol}, F64_FACTOR_STEP1 * rec["cpu_vs_f64_step1"])
+                      and rec["device_vs_f64"] <= max({rtol}, F64_FACTOR * rec["cpu_vs_f64"]))
             except Exception as e:
                 rec["f64_error"] = (type(e).__name__ + ": " + str(e)).splitlines()[0][:200]
         rec.update(losses=dev, cpu_losses=ref, max_rel=worst,
@@ -107,11 +120,15 @@ for name in sys.argv[1].split(","):
                    host_fallback_ops=sorted(s["host_fallbacks"]),
                    compiled_share=round(s["ops_run_compiled"] / max(s["ops_executed"], 1), 4),
                    ops=s["ops_executed"])
+        if s["compile_failures"]:
+            rec["compile_failures"] = {{k.splitlines()[0][:200] + " " + (k.splitlines()[1][:200] if "\n" in k else ""): v
+                                       for k, v in s["compile_failures"].items()}}
         if rec["status"] == "fail":
             rec["error"] = f"loss differs from CPU: max rel {{worst:.2e}} ({{dev}} vs {{ref}})"
             if "cpu_vs_f64" in rec:
                 rec["error"] += (f"; vs float64: device {{rec['device_vs_f64']:.2e}}, "
-                                 f"CPU float32 {{rec['cpu_vs_f64']:.2e}}")
+                                 f"CPU float32 {{rec['cpu_vs_f64']:.2e}} (step 1: "
+                                 f"{{rec['device_vs_f64_step1']:.2e}}, {{rec['cpu_vs_f64_step1']:.2e}})")
     except Exception as e:
         try:
             torch_trn.sync()
@@ -167,25 +184,32 @@ def run(pairs, args, sink):
                            OMP_NUM_THREADS="1", NEURON_EXECUTOR_THREADS="1")
                 if mode != "eager":
                     env["NEURON_OPT_LEVEL"] = "0"
-                p = subprocess.Popen([sys.executable, "-c", WORKER.format(here=HERE, steps=args.steps, rtol=args.rtol,
-                                                                          atol=args.atol, f64_factor=F64_FACTOR), ",".join(chunk), path],
-                                     env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-                running.append((p, mode, chunk, path, time.time()))
+                # stderr goes to a file: a pipe nobody reads until the worker ends would block a
+                # worker that warns a lot (every group that does not compile warns).
+                err_path = os.path.join(tmp, f"w{n}.err")
+                with open(err_path, "w") as err_file:
+                    code = WORKER.format(here=HERE, steps=args.steps, rtol=args.rtol, atol=args.atol,
+                                         f64_factor=F64_FACTOR, f64_factor_step1=F64_FACTOR_STEP1)
+                    p = subprocess.Popen([sys.executable, "-c", code, ",".join(chunk), path],
+                                         env=env, stdout=subprocess.DEVNULL, stderr=err_file)
+                running.append((p, mode, chunk, path, err_path, time.time()))
             time.sleep(0.2)
             for entry in list(running):
-                p, mode, chunk, path, t0 = entry
+                p, mode, chunk, path, err_path, t0 = entry
                 if p.poll() is None and time.time() - t0 < args.chunk_timeout:
                     continue
-                if p.poll() is None:
+                timed_out = p.poll() is None
+                if timed_out:
                     p.kill()
                     p.wait()
                 running.remove(entry)
                 done = [json.loads(line) for line in open(path)] if os.path.exists(path) else []
                 rest = [m for m in chunk if m not in {r["model"] for r in done}]
                 if rest:
-                    err = (p.stderr.read() or "").strip().splitlines()
-                    done.append({"model": rest[0], "mode": mode, "status": "error",
-                                 "error": f"worker died (exit {p.returncode}): {err[-1][:200] if err else 'timeout'}"})
+                    err = [l for l in open(err_path, errors="replace").read().splitlines() if l.strip()]
+                    why = (f"timed out: its chunk ran past {args.chunk_timeout:.0f} s" if timed_out else
+                           f"worker died (exit {p.returncode}): {err[-1][:200] if err else 'no message'}")
+                    done.append({"model": rest[0], "mode": mode, "status": "error", "error": why})
                     if rest[1:]:
                         work.append((mode, rest[1:]))
                 records += done
@@ -234,6 +258,15 @@ def write_report(path, records, features, tier, zoo_size):
         for r in sorted(failures, key=lambda r: (r["model"], MODES.index(r["mode"]))):
             err = (r.get("reason") or r.get("error", "")).replace("|", "\\|")[:240]
             lines.append(f"| {r['model']} | {r['mode']} | {r['status']} | {err} |")
+    uncompiled = [r for rs in by_model.values() for r in rs.values() if r.get("compile_failures")]
+    if uncompiled:
+        lines += ["", "## Groups that did not compile", "",
+                  "Their ops ran op by op, so the result stands; each is a lowering bug.", "",
+                  "| model | mode | groups | first reason |", "|---|---|---|---|"]
+        for r in sorted(uncompiled, key=lambda r: (r["model"], MODES.index(r["mode"]))):
+            why, _ = next(iter(r["compile_failures"].items()))
+            lines.append(f"| {r['model']} | {r['mode']} | {sum(r['compile_failures'].values())} | "
+                         f"{why.replace('|', '/')[:200]} |")
     with open(path, "w") as f:
         f.write("\n".join(lines) + "\n")
 
@@ -252,6 +285,8 @@ def main(argv=None):
     p.add_argument("--atol", type=float, default=1e-4)
     p.add_argument("--results", default=None)
     p.add_argument("--fresh", action="store_true")
+    p.add_argument("--rerun", action="store_true",
+                   help="also run again the (model, mode) pairs whose latest result is not a pass")
     p.add_argument("--expected", default=os.path.join(HERE, "expected_failures.txt"))
     p.add_argument("--report", default=None)
     p.add_argument("--summary", default=None, help="write a JSON summary here")
@@ -276,7 +311,8 @@ def main(argv=None):
         args.fresh = False  # never truncate results that are only being read
     if os.path.exists(results) and not args.fresh:
         old = [json.loads(line) for line in open(results)]
-    have = {(r["model"], r["mode"]) for r in old}
+    latest_old = {(r["model"], r["mode"]): r["status"] for r in old}
+    have = {k for k, status in latest_old.items() if status == "pass" or not args.rerun}
     modes = args.modes.split(",")
     pairs = [(m, [] if args.no_run else [n for n in names if (n, m) not in have]) for m in modes]
     todo = sum(len(x) for _, x in pairs)
@@ -306,6 +342,10 @@ def main(argv=None):
     f64 = sum(1 for r in records if r["status"] == "pass" and "cpu_vs_f64" in r)
     print(f"max relative loss difference of the passing runs: {worst:.2e} ({f64} passed by the float64 "
           f"check); {time.time() - t0:.0f}s")
+    uncompiled = [r for r in records if r.get("compile_failures")]
+    if uncompiled:
+        print(f"{len(uncompiled)} runs had groups that did not compile (their ops ran op by op; "
+              f"each is a lowering bug): {', '.join(sorted({r['model'] for r in uncompiled})[:10])}")
     for r in unexpected:
         print(f"UNEXPECTED {r['status'].upper()}: {r['model']} [{r['mode']}]: {r.get('error', '')}")
     for r in xpass:
