@@ -167,12 +167,17 @@ def run(pairs, args, sink):
         # Modes interleaved chunk by chunk, so a run stopped early has every mode for its models.
         per_mode = [[(mode, names[i:i + args.chunk]) for i in range(0, len(names), args.chunk)]
                     for mode, names in pairs]
-        work = [w for group in itertools.zip_longest(*per_mode) for w in group if w]
+        # Work items are (mode, models, alone): a model whose worker the kernel killed (SIGKILL
+        # without our timeout: the OOM killer, as the ~600M-parameter models are with two
+        # workers on 24 GiB) is tried once more alone, next, once the running workers finish.
+        work = [(*w, False) for group in itertools.zip_longest(*per_mode) for w in group if w]
         running, n = [], 0
-        total = sum(len(c) for _, c in work)
+        total = sum(len(c) for _, c, _ in work)
         while work or running:
-            while work and len(running) < args.jobs:
-                mode, chunk = work.pop(0)
+            while work and len(running) < args.jobs and not any(e[-1] for e in running):
+                if work[0][2] and running:
+                    break  # an item to run alone waits for the running workers to finish
+                mode, chunk, alone = work.pop(0)
                 n += 1
                 path = os.path.join(tmp, f"w{n}.jsonl")
                 env = {k: v for k, v in os.environ.items() if not k.startswith("NEURON_")}
@@ -192,10 +197,10 @@ def run(pairs, args, sink):
                                          f64_factor=F64_FACTOR, f64_factor_step1=F64_FACTOR_STEP1)
                     p = subprocess.Popen([sys.executable, "-c", code, ",".join(chunk), path],
                                          env=env, stdout=subprocess.DEVNULL, stderr=err_file)
-                running.append((p, mode, chunk, path, err_path, time.time()))
+                running.append((p, mode, chunk, path, err_path, time.time(), alone))
             time.sleep(0.2)
             for entry in list(running):
-                p, mode, chunk, path, err_path, t0 = entry
+                p, mode, chunk, path, err_path, t0, alone = entry
                 if p.poll() is None and time.time() - t0 < args.chunk_timeout:
                     continue
                 timed_out = p.poll() is None
@@ -207,11 +212,17 @@ def run(pairs, args, sink):
                 rest = [m for m in chunk if m not in {r["model"] for r in done}]
                 if rest:
                     err = [l for l in open(err_path, errors="replace").read().splitlines() if l.strip()]
-                    why = (f"timed out: its chunk ran past {args.chunk_timeout:.0f} s" if timed_out else
-                           f"worker died (exit {p.returncode}): {err[-1][:200] if err else 'no message'}")
-                    done.append({"model": rest[0], "mode": mode, "status": "error", "error": why})
+                    oom = p.returncode == -9 and not timed_out
+                    if oom and not alone:
+                        work.insert(0, (mode, rest[:1], True))
+                    else:
+                        why = (f"timed out: its chunk ran past {args.chunk_timeout:.0f} s" if timed_out else
+                               "killed by SIGKILL while running alone (the kernel's OOM killer: out of memory)"
+                               if oom else
+                               f"worker died (exit {p.returncode}): {err[-1][:200] if err else 'no message'}")
+                        done.append({"model": rest[0], "mode": mode, "status": "error", "error": why})
                     if rest[1:]:
-                        work.append((mode, rest[1:]))
+                        work.append((mode, rest[1:], False))
                 records += done
                 for r in done:
                     sink.write(json.dumps(r) + "\n")
