@@ -17,7 +17,12 @@ of the same steps from the same weights:
     gradient that cancels to 0 on CPU and to 5e-7 on the device moves by a full step; deep BN
     nets on 2-sample batches then differ by 1e-2..1e-1 at step 2, and CPU float32 differs from
     float64 by as much (one sample of a noisy distance, hence the factor).
-The record keeps the distances (cpu_vs_f64, device_vs_f64 over all steps; *_step1 for step 1),
+When CPU float32 itself is more than UNINFORMATIVE (50 %) from float64, the later steps say
+nothing (timm/dla102: BatchNorm over 2 values per channel has a near-zero true input gradient,
+so every layer before it gets rounding noise, which Adam's first step turns into full-size
+updates; CPU float32's step-2 loss is 0.0235, float64's 0.00105) and only step 1 is judged
+(the record's step1_only). The record keeps the distances (cpu_vs_f64, device_vs_f64 over all
+steps; *_step1 for step 1),
 and the groups that did not compile (compile_failures: reason -> count; their ops ran op by op,
 so the result stands, but each is a lowering bug the report lists). Tier 2 runs the
 models of tests/zoo/representative.json, tier 3 the whole registry. Each (mode, chunk of models)
@@ -50,6 +55,10 @@ MODES = ("eager", "compile", "adaptive")
 F64_FACTOR = 10
 # The same for step 1 alone, where both runs start from identical weights and inputs.
 F64_FACTOR_STEP1 = 4
+# When CPU float32's own losses are this far (relative) from float64's, the later steps carry
+# no information (neither float32 run reproduces float64) and only step 1 is judged; the record
+# says so (step1_only) and the report counts such runs.
+UNINFORMATIVE = 0.5
 
 WORKER = r"""
 import copy, json, math, os, sys, time
@@ -62,11 +71,18 @@ STEPS = {steps}
 
 F64_FACTOR = {f64_factor}
 F64_FACTOR_STEP1 = {f64_factor_step1}
+UNINFORMATIVE = {uninformative}
 
 def rel(got, ref):
     if any(math.isnan(a) != math.isnan(b) for a, b in zip(got, ref)):
         return float("inf")
     return max((abs(a - b) / max(abs(b), {atol}) for a, b in zip(got, ref)), default=0.0)
+
+def fingerprint(model):
+    # build() is deterministic (zoo_model.py), so the float64 run rebuilds the initial weights
+    # instead of keeping a copy of them: one copy fewer of a ~600M-parameter model.
+    return [(k, tuple(v.shape), float(v.double().sum())) for k, v in model.state_dict().items()
+            if v.is_floating_point()]
 
 def train(model, inputs, device):
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
@@ -85,7 +101,7 @@ for name in sys.argv[1].split(","):
     try:
         cpu_model = zm.build()
         dev_model = copy.deepcopy(cpu_model).to("neuron")
-        init_state = copy.deepcopy(cpu_model.state_dict())
+        init_print = fingerprint(cpu_model)
         cpu_in = zm.make_inputs(0)
         dev_in = {{k: (v.to("neuron") if isinstance(v, torch.Tensor) else v) for k, v in cpu_in.items()}}
         torch_trn.reset_stats()
@@ -94,6 +110,7 @@ for name in sys.argv[1].split(","):
         rec["device_s"] = round(time.time() - t1, 3)
         torch_trn.wait_for_compiles()
         s = torch_trn.stats()
+        del dev_model, dev_in  # the CPU run does not need the device's weights and Adam state
         ref = train(cpu_model, cpu_in, "cpu")
         worst = rel(dev, ref)
         ok = worst <= {rtol}
@@ -103,16 +120,21 @@ for name in sys.argv[1].split(","):
             # CPU float32 is about as far from a float64 run as the device is: compare both with
             # float64 from the same weights.
             try:
+                del cpu_model
                 m64 = zm.build()
-                m64.load_state_dict(init_state)
+                if fingerprint(m64) != init_print:
+                    raise RuntimeError("build() is not deterministic: a second build has other weights")
                 m64 = m64.double()
                 in64 = {{k: (v.double() if isinstance(v, torch.Tensor) and v.is_floating_point() else v)
                          for k, v in cpu_in.items()}}
                 ref64 = train(m64, in64, "cpu")
                 rec.update(f64_losses=ref64, cpu_vs_f64=rel(ref, ref64), device_vs_f64=rel(dev, ref64),
                            cpu_vs_f64_step1=rel(ref[:1], ref64[:1]), device_vs_f64_step1=rel(dev[:1], ref64[:1]))
-                ok = (rec["device_vs_f64_step1"] <= max({rtol}, F64_FACTOR_STEP1 * rec["cpu_vs_f64_step1"])
-                      and rec["device_vs_f64"] <= max({rtol}, F64_FACTOR * rec["cpu_vs_f64"]))
+                ok = rec["device_vs_f64_step1"] <= max({rtol}, F64_FACTOR_STEP1 * rec["cpu_vs_f64_step1"])
+                if rec["cpu_vs_f64"] > UNINFORMATIVE:
+                    rec["step1_only"] = True
+                else:
+                    ok = ok and rec["device_vs_f64"] <= max({rtol}, F64_FACTOR * rec["cpu_vs_f64"])
             except Exception as e:
                 rec["f64_error"] = (type(e).__name__ + ": " + str(e)).splitlines()[0][:200]
         rec.update(losses=dev, cpu_losses=ref, max_rel=worst,
@@ -135,6 +157,7 @@ for name in sys.argv[1].split(","):
         except Exception:
             pass
         rec.update(status="error", error=(type(e).__name__ + ": " + str(e)).splitlines()[0][:300])
+    cpu_model = dev_model = dev_in = m64 = None  # free this model before building the next
     rec["s"] = round(time.time() - t0, 2)
     out.write(json.dumps(rec) + "\n")
 """
@@ -194,7 +217,8 @@ def run(pairs, args, sink):
                 err_path = os.path.join(tmp, f"w{n}.err")
                 with open(err_path, "w") as err_file:
                     code = WORKER.format(here=HERE, steps=args.steps, rtol=args.rtol, atol=args.atol,
-                                         f64_factor=F64_FACTOR, f64_factor_step1=F64_FACTOR_STEP1)
+                                         f64_factor=F64_FACTOR, f64_factor_step1=F64_FACTOR_STEP1,
+                                         uninformative=UNINFORMATIVE)
                     p = subprocess.Popen([sys.executable, "-c", code, ",".join(chunk), path],
                                          env=env, stdout=subprocess.DEVNULL, stderr=err_file)
                 running.append((p, mode, chunk, path, err_path, time.time(), alone))
@@ -247,6 +271,12 @@ def write_report(path, records, features, tier, zoo_size):
     for m in MODES:
         c = counts[m]
         lines.append(f"| {m} | {sum(c.values())} | {c['pass']} | {c['fail']} | {c['error']} | {c['xfail']} |")
+    passes = [r for rs in by_model.values() for r in rs.values() if r["status"] == "pass"]
+    lines += ["", f"Of the {len(passes)} passing runs, {sum('cpu_vs_f64' in r for r in passes)} passed by the float64 "
+              f"check (their difference from CPU is float32 rounding), and "
+              f"{sum(bool(r.get('step1_only')) for r in passes)} of those were judged on step 1 only (CPU "
+              f"float32's own later losses are more than 50 % from float64's). The cells give the max "
+              "relative loss difference from CPU."]
     lines += ["", "| model | features | eager | compile | adaptive | eager s | host-fallback ops | compiled share |",
               "|---|---|---|---|---|---|---|---|"]
     for name in sorted(by_model):
@@ -256,7 +286,8 @@ def write_report(path, records, features, tier, zoo_size):
         cells = []
         for m in MODES:
             r = rs.get(m)
-            cells.append("—" if r is None else r["status"] + (f" ({r['max_rel']:.0e})" if "max_rel" in r else ""))
+            cells.append("—" if r is None else r["status"] + (f" ({r['max_rel']:.0e})" if "max_rel" in r else "")
+                         + (" step 1 only" if r.get("step1_only") else ""))
         e = rs.get("eager", {})
         c = rs.get("compile", {})
         lines.append(f"| {name} | {', '.join(feats)} | {' | '.join(cells)} | {e.get('device_s', '')} | "
@@ -349,10 +380,12 @@ def main(argv=None):
     for m in modes:
         c = counts[m]
         print(f"{m:9s} pass {c['pass']}, fail {c['fail']}, error {c['error']}, expected {c['xfail']}")
-    worst = max((r.get("max_rel", 0.0) for r in records if r["status"] == "pass"), default=0.0)
+    worst = max((r.get("max_rel", 0.0) for r in records if r["status"] == "pass" and not r.get("step1_only")),
+                default=0.0)
     f64 = sum(1 for r in records if r["status"] == "pass" and "cpu_vs_f64" in r)
-    print(f"max relative loss difference of the passing runs: {worst:.2e} ({f64} passed by the float64 "
-          f"check); {time.time() - t0:.0f}s")
+    step1_only = sum(1 for r in records if r["status"] == "pass" and r.get("step1_only"))
+    print(f"max relative loss difference of the passing runs judged on every step: {worst:.2e} ({f64} passed "
+          f"by the float64 check, {step1_only} of which were judged on step 1 only); {time.time() - t0:.0f}s")
     uncompiled = [r for r in records if r.get("compile_failures")]
     if uncompiled:
         print(f"{len(uncompiled)} runs had groups that did not compile (their ops ran op by op; "
