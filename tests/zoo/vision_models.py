@@ -8,7 +8,8 @@ plus ``zoo_model.disable_stochastic`` on the built module).
 
 torchvision (``tv/<name>``)
   * every classification model of ``torchvision.models.list_models()``;
-    sizes in ``TV_CLS_SIZE`` (32x32 unless the model needs more).  inception_v3
+    sizes in ``TV_CLS_SIZE`` (64x64; 32x32 for the ViT / Swin transformers,
+    which have no BatchNorm; more where the model needs it).  inception_v3
     is built with ``aux_logits=False`` (its aux head needs ~299x299 input);
     googlenet keeps its aux heads (loss sums the three cross entropies).
   * segmentation (fcn / deeplabv3 with their aux head, lraspp): per-pixel CE.
@@ -145,8 +146,14 @@ def _cls_loss(model, inputs):
 # torchvision
 # ----------------------------------------------------------------------------
 
-TV_CLS_SIZE = {  # smallest accepted square input (default 32)
-    "alexnet": 64,          # three 3x3/2 max pools need >= 63 px
+# Square input per classification model: 64 px by default. At 32 px a stride-32 net ends on 1x1
+# maps, so its last BatchNorm normalises 2 values per channel (batch 2) and amplifies float32
+# rounding into the logits: densenet121's CPU float32 logits are 35 % from float64's at 32 px and
+# 6e-6 at 64 px, which made device-vs-CPU comparisons noise. Nets without BatchNorm keep the
+# smallest size they accept (cheaper): TV_SMALL_NO_BN.
+TV_CLS_DEFAULT_SIZE = 64
+TV_SMALL_NO_BN = ("vit_", "swin_")  # LayerNorm transformers: well conditioned at 32 px
+TV_CLS_SIZE = {  # exceptions to the default
     "inception_v3": 75,     # aux_logits=False; the aux head needs ~299 px
     "maxvit_t": 224,        # partition size 7 at stride 32: 224 is the smallest
     "vit_h_14": 28,         # image_size must be a multiple of the patch (14)
@@ -184,7 +191,7 @@ TV_SLOW = {
 
 
 def _tv_cls_entry(name):
-    size = TV_CLS_SIZE.get(name, 32)
+    size = TV_CLS_SIZE.get(name, 32 if name.startswith(TV_SMALL_NO_BN) else TV_CLS_DEFAULT_SIZE)
 
     def build():
         import torchvision
