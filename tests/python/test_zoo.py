@@ -122,3 +122,55 @@ def test_tier2_representative_models_train_like_cpu(tmp_path):
         n = len(json.load(f)["models"])
     for mode in ("eager", "compile", "adaptive"):
         assert s["counts"][mode].get("pass", 0) + s["counts"][mode].get("xfail", 0) == n, s["counts"]
+
+
+def test_fresh_runs_again_only_the_selected_pairs(tmp_path):
+    """--fresh with --only drops the old results of the selected (model, mode) pairs, never the
+    rest of a results file (tier 3's file holds hours of runs)."""
+    results = tmp_path / "tier3.jsonl"
+    kept = [{"model": "repo/mha_key_padding", "mode": "eager", "status": "pass", "marker": "kept"},
+            {"model": "repo/layernorm_mlp", "mode": "compile", "status": "pass", "marker": "other mode"}]
+    stale = {"model": "repo/layernorm_mlp", "mode": "eager", "status": "pass", "marker": "stale"}
+    results.write_text("".join(json.dumps(r) + "\n" for r in kept + [stale]))
+    proc = subprocess.run([sys.executable, os.path.join(ZOO, "run_zoo.py"), "--tier", "3", "--fresh",
+                           "--only", "^repo/layernorm_mlp$", "--modes", "eager", "--results", str(results)],
+                          capture_output=True, text=True, timeout=600,
+                          env={**os.environ, "PYTHONPATH": os.path.join(ROOT, "python")})
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    records = [json.loads(line) for line in results.read_text().splitlines()]
+    assert records[:2] == kept
+    assert [r.get("marker") for r in records[2:]] == [None], records
+    assert records[2]["model"] == "repo/layernorm_mlp" and records[2]["mode"] == "eager"
+    assert records[2]["status"] == "pass" and records[2]["cpu_losses"], records[2]
+
+
+def test_a_report_reads_back_into_the_results_it_shows(tmp_path):
+    """run_zoo.py --seed-from-report: the tier-3 table read back gives each cell's status, max
+    difference (to the report's 2 digits), step1_only and the eager / compile columns."""
+    sys.path.insert(0, ZOO)
+    import run_zoo
+    from report_records import records_from_report
+    recs = [
+        {"model": "hf/a/x", "mode": "eager", "status": "pass", "max_rel": 0.0, "device_s": 0.25,
+         "host_fallback_ops": ["aten::nonzero", "torchvision::nms"]},
+        {"model": "hf/a/x", "mode": "compile", "status": "pass", "max_rel": 3.14e-4, "compiled_share": 0.93},
+        {"model": "hf/a/x", "mode": "adaptive", "status": "pass", "max_rel": 0.0123, "step1_only": True},
+        {"model": "timm/b", "mode": "eager", "status": "xfail", "max_rel": 0.5, "reason": "a | piped reason"},
+        {"model": "timm/b", "mode": "compile", "status": "error", "error": "RuntimeError: boom"},
+    ]
+    path = tmp_path / "report.md"
+    run_zoo.write_report(str(path), [dict(r) for r in recs], {}, 3, 2)
+    back = {(r["model"], r["mode"]): r for r in records_from_report(str(path), "R")}
+    assert set(back) == {(r["model"], r["mode"]) for r in recs}
+    for r in recs:
+        b = back[(r["model"], r["mode"])]
+        assert b["from_report"] == "R"
+        assert b["status"] == ("fail" if r["status"] == "xfail" else r["status"])
+        if "max_rel" in r:
+            assert abs(b["max_rel"] - r["max_rel"]) <= 0.05 * r["max_rel"]
+        assert b.get("step1_only", False) == r.get("step1_only", False)
+    assert back[("hf/a/x", "eager")]["device_s"] == 0.25
+    assert back[("hf/a/x", "eager")]["host_fallback_ops"] == ["aten::nonzero", "torchvision::nms"]
+    assert back[("hf/a/x", "compile")]["compiled_share"] == 0.93
+    assert "a | piped reason" in back[("timm/b", "eager")]["error"]
+    assert back[("timm/b", "compile")]["error"] == "RuntimeError: boom"

@@ -31,8 +31,8 @@ same lowering with ~4x faster LLVM; one CPU thread each, CPU reference included)
 costs one chunk's unfinished models.
 
 Results go to --results (JSON lines, default build/zoo/tier<N>.jsonl); a run skips the (model,
-mode) pairs already there unless --fresh (or, with --rerun, those not passing), so tier 3 is
-resumable. Known failures live in
+mode) pairs already there unless --fresh (which drops the old results of the selected pairs
+only) or, with --rerun, those not passing; so tier 3 is resumable. Known failures live in
 tests/zoo/expected_failures.txt, one `<model> | <mode|*> | <reason>` per line: such a failure is
 reported as expected; any other failure fails the run (exit 1), and so does an expected failure
 that now passes (remove its line). --report writes the tier-3 table (docs/zoo_report.md).
@@ -277,6 +277,12 @@ def write_report(path, records, features, tier, zoo_size):
               f"{sum(bool(r.get('step1_only')) for r in passes)} of those were judged on step 1 only (CPU "
               f"float32's own later losses are more than 50 % from float64's). The cells give the max "
               "relative loss difference from CPU."]
+    seeded = [r for rs in by_model.values() for r in rs.values() if r.get("from_report")]
+    if seeded:
+        lines += ["", f"{len(seeded)} of the results were read back from an earlier report "
+                  f"({', '.join(sorted({r['from_report'] for r in seeded}))}; run_zoo.py --seed-from-report): "
+                  "a report keeps status and max difference but not losses, float64 distances or compile "
+                  "failures, so the float64 count above and the list of groups that did not compile omit them."]
     lines += ["", "| model | features | eager | compile | adaptive | eager s | host-fallback ops | compiled share |",
               "|---|---|---|---|---|---|---|---|"]
     for name in sorted(by_model):
@@ -286,7 +292,7 @@ def write_report(path, records, features, tier, zoo_size):
         cells = []
         for m in MODES:
             r = rs.get(m)
-            cells.append("—" if r is None else r["status"] + (f" ({r['max_rel']:.0e})" if "max_rel" in r else "")
+            cells.append("—" if r is None else r["status"] + (f" ({r['max_rel']:.1e})" if "max_rel" in r else "")
                          + (" step 1 only" if r.get("step1_only") else ""))
         e = rs.get("eager", {})
         c = rs.get("compile", {})
@@ -326,12 +332,16 @@ def main(argv=None):
     p.add_argument("--rtol", type=float, default=1e-3)
     p.add_argument("--atol", type=float, default=1e-4)
     p.add_argument("--results", default=None)
-    p.add_argument("--fresh", action="store_true")
+    p.add_argument("--fresh", action="store_true",
+                   help="run the selected (model, mode) pairs again, dropping their old results (others stay)")
     p.add_argument("--rerun", action="store_true",
                    help="also run again the (model, mode) pairs whose latest result is not a pass")
     p.add_argument("--expected", default=os.path.join(HERE, "expected_failures.txt"))
     p.add_argument("--report", default=None)
     p.add_argument("--summary", default=None, help="write a JSON summary here")
+    p.add_argument("--seed-from-report", default=None, metavar="REPORT",
+                   help="first add to --results the results a tier-3 report (docs/zoo_report.md) gives for "
+                        "pairs the file lacks, marked from_report (tests/zoo/report_records.py)")
     p.add_argument("--no-run", action="store_true", help="only summarise/report the results already there")
     args = p.parse_args(argv)
     sys.path.insert(0, HERE)
@@ -348,19 +358,32 @@ def main(argv=None):
         names = names[i::n]
     results = args.results or os.path.join(REPO, "build", "zoo", f"tier{args.tier}.jsonl")
     os.makedirs(os.path.dirname(results), exist_ok=True)
-    old = []
-    if args.no_run:
-        args.fresh = False  # never truncate results that are only being read
-    if os.path.exists(results) and not args.fresh:
-        old = [json.loads(line) for line in open(results)]
+    modes = args.modes.split(",")
+    old = [json.loads(line) for line in open(results)] if os.path.exists(results) else []
+    if args.fresh and not args.no_run:
+        # Only the selected (model, mode) pairs start over: every other record stays. The file is
+        # rewritten through a temporary file, so an interrupted rewrite loses nothing either.
+        selected = {(n, m) for n in names for m in modes}
+        old = [r for r in old if (r["model"], r["mode"]) not in selected]
+        with open(results + ".tmp", "w") as f:
+            f.writelines(json.dumps(r) + "\n" for r in old)
+        os.replace(results + ".tmp", results)
+    if args.seed_from_report:
+        from report_records import records_from_report
+        there = {(r["model"], r["mode"]) for r in old}
+        seeded = [r for r in records_from_report(args.seed_from_report, os.path.relpath(args.seed_from_report, REPO))
+                  if (r["model"], r["mode"]) not in there]
+        with open(results, "a") as f:
+            f.writelines(json.dumps(r) + "\n" for r in seeded)
+        old += seeded
+        print(f"seeded {len(seeded)} results from {args.seed_from_report} (pairs the results file lacked)")
     latest_old = {(r["model"], r["mode"]): r["status"] for r in old}
     have = {k for k, status in latest_old.items() if status == "pass" or not args.rerun}
-    modes = args.modes.split(",")
     pairs = [(m, [] if args.no_run else [n for n in names if (n, m) not in have]) for m in modes]
     todo = sum(len(x) for _, x in pairs)
     print(f"tier {args.tier}: {len(names)} models x {len(modes)} modes, {todo} runs to do", flush=True)
     t0 = time.time()
-    with open(results, "w" if args.fresh else "a") as sink:
+    with open(results, "a") as sink:
         new = run([(m, x) for m, x in pairs if x], args, sink)
     latest = {}
     for r in old + new:

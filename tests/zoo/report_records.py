@@ -1,0 +1,82 @@
+"""Results records read back from a tier-3 report (docs/zoo_report.md), for run_zoo.py --seed-from-report.
+
+The report is committed; the results file (build/zoo/tier3.jsonl) is not. Seeding a results file
+from the report lets a fresh clone resume tier 3 where the report stands instead of starting
+over (the full run takes most of a day on 2 cores). A report keeps less than a record: status,
+max relative difference (to the report's precision), step1_only, the eager run's device time
+and host-fallback ops, compile mode's compiled share. Losses, float64 distances and compile
+failures are not in it; every seeded record says where it came from (`from_report`), and the
+report counts such records. An expected failure's cell says `xfail`, not how it failed: it is
+seeded as a failure, so `--rerun` runs it again.
+
+Thread-safety: plain functions, no shared state.
+"""
+import re
+
+MODES = ("eager", "compile", "adaptive")
+_CELL = re.compile(r"^(pass|fail|error|xfail)(?: \(([-+.\de]+)\))?( step 1 only)?$")
+
+
+def _row(line):
+    # cells are split on unescaped pipes (the report escapes those inside error texts)
+    return [c.strip().replace("\\|", "|") for c in re.split(r"(?<!\\)\|", line.strip()[1:-1])]
+
+
+def records_from_report(path, source=None):
+    """[record] for every (model, mode) cell of the report at `path` that has a result."""
+    source = source or path
+    lines = open(path).read().splitlines()
+    errors = {}
+    section = None
+    for line in lines:
+        if line.startswith("## "):
+            section = line[3:].strip()
+            continue
+        if section == "Failures" and line.startswith("| ") and not line.startswith("| model"):
+            c = _row(line)
+            if len(c) >= 4:
+                errors[(c[0], c[1])] = c[3]
+    records = []
+    header = None
+    for line in lines:
+        if line.startswith("## "):
+            break  # the per-model table ends where the sections begin
+        if line.startswith("| model | features |"):
+            header = _row(line)
+            continue
+        if header is None or not line.startswith("| ") or line.startswith("|---"):
+            continue
+        c = _row(line)
+        if len(c) != len(header):
+            raise ValueError(f"{path}: a table row with {len(c)} cells, want {len(header)}: {line[:120]}")
+        row = dict(zip(header, c))
+        for mode in MODES:
+            cell = row[mode]
+            if cell == "—":
+                continue
+            m = _CELL.match(cell)
+            if not m:
+                raise ValueError(f"{path}: cannot read the {mode} cell of {row['model']}: {cell!r}")
+            status, rel, step1 = m.groups()
+            rec = {"model": row["model"], "mode": mode, "status": status, "from_report": source}
+            if status == "xfail":
+                rec["status"] = "fail"
+                rec["error"] = ("an expected failure in " + source + "; its own error was not kept: "
+                                + errors.get((row["model"], mode), ""))[:300]
+            elif status != "pass":
+                rec["error"] = errors.get((row["model"], mode), "")
+            if rel is not None:
+                rec["max_rel"] = float(rel)
+            if step1:
+                rec["step1_only"] = True
+            if mode == "eager" and row["eager s"]:
+                rec["device_s"] = float(row["eager s"])
+                # the report drops the aten:: namespace of aten ops only
+                rec["host_fallback_ops"] = [x if "::" in x else "aten::" + x
+                                            for x in (y.strip() for y in row["host-fallback ops"].split(",")) if x]
+            if mode == "compile" and row["compiled share"]:
+                rec["compiled_share"] = float(row["compiled share"])
+            records.append(rec)
+    if header is None:
+        raise ValueError(f"{path}: no per-model table (is it a tier-3 report?)")
+    return records
