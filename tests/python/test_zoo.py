@@ -154,7 +154,9 @@ def test_a_report_reads_back_into_the_results_it_shows(tmp_path):
         {"model": "hf/a/x", "mode": "eager", "status": "pass", "max_rel": 0.0, "device_s": 0.25,
          "host_fallback_ops": ["aten::nonzero", "torchvision::nms"]},
         {"model": "hf/a/x", "mode": "compile", "status": "pass", "max_rel": 3.14e-4, "compiled_share": 0.93},
-        {"model": "hf/a/x", "mode": "adaptive", "status": "pass", "max_rel": 0.0123, "step1_only": True},
+        {"model": "hf/a/x", "mode": "adaptive", "status": "pass", "max_rel": 0.0123, "step1_only": True,
+         "compiled_share": 0.41, "adaptive_waited": True},
+        {"model": "timm/b", "mode": "adaptive", "status": "pass", "max_rel": 0.0},
         {"model": "timm/b", "mode": "eager", "status": "xfail", "max_rel": 0.5, "reason": "a | piped reason"},
         {"model": "timm/b", "mode": "compile", "status": "error", "error": "RuntimeError: boom"},
     ]
@@ -169,8 +171,21 @@ def test_a_report_reads_back_into_the_results_it_shows(tmp_path):
         if "max_rel" in r:
             assert abs(b["max_rel"] - r["max_rel"]) <= 0.05 * r["max_rel"]
         assert b.get("step1_only", False) == r.get("step1_only", False)
+        assert b.get("adaptive_waited", False) == r.get("adaptive_waited", False)
     assert back[("hf/a/x", "eager")]["device_s"] == 0.25
     assert back[("hf/a/x", "eager")]["host_fallback_ops"] == ["aten::nonzero", "torchvision::nms"]
     assert back[("hf/a/x", "compile")]["compiled_share"] == 0.93
+    assert back[("hf/a/x", "adaptive")]["compiled_share"] == 0.41
+    # a report made before the adaptive column still reads back
+    old_path = tmp_path / "old_report.md"
+    old_path.write_text(
+        "| model | features | eager | compile | adaptive | eager s | host-fallback ops | compiled share |\n"
+        "|---|---|---|---|---|---|---|---|\n"
+        "| hf/afmoe/causal-lm | act:silu, norm:rms | pass (0e+00) | pass (1e-07) | pass (0e+00) | 0.094 | nonzero "
+        "| 0.9304 |\n")
+    old = {(r["model"], r["mode"]): r for r in records_from_report(str(old_path), "O")}
+    assert old[("hf/afmoe/causal-lm", "compile")]["compiled_share"] == 0.9304
+    assert old[("hf/afmoe/causal-lm", "eager")]["host_fallback_ops"] == ["aten::nonzero"]
+    assert "adaptive_waited" not in old[("hf/afmoe/causal-lm", "adaptive")]
     assert "a | piped reason" in back[("timm/b", "eager")]["error"]
     assert back[("timm/b", "compile")]["error"] == "RuntimeError: boom"

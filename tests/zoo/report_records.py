@@ -14,7 +14,7 @@ Thread-safety: plain functions, no shared state.
 import re
 
 MODES = ("eager", "compile", "adaptive")
-_CELL = re.compile(r"^(pass|fail|error|xfail)(?: \(([-+.\de]+)\))?( step 1 only)?$")
+_CELL = re.compile(r"^(pass|fail|error|xfail)(?: \(([-+.\de]+)\))?( step 1 only)?( no wait)?$")
 
 
 def _row(line):
@@ -57,7 +57,7 @@ def records_from_report(path, source=None):
             m = _CELL.match(cell)
             if not m:
                 raise ValueError(f"{path}: cannot read the {mode} cell of {row['model']}: {cell!r}")
-            status, rel, step1 = m.groups()
+            status, rel, step1, no_wait = m.groups()
             rec = {"model": row["model"], "mode": mode, "status": status, "from_report": source}
             if status == "xfail":
                 rec["status"] = "fail"
@@ -69,12 +69,21 @@ def records_from_report(path, source=None):
                 rec["max_rel"] = float(rel)
             if step1:
                 rec["step1_only"] = True
+            if mode == "adaptive" and "compiled share (compile / adaptive)" in row and not no_wait:
+                rec["adaptive_waited"] = True  # reports before that column predate the wait
             if mode == "eager" and row["eager s"]:
                 rec["device_s"] = float(row["eager s"])
                 # the report drops the aten:: namespace of aten ops only
                 rec["host_fallback_ops"] = [x if "::" in x else "aten::" + x
                                             for x in (y.strip() for y in row["host-fallback ops"].split(",")) if x]
-            if mode == "compile" and row["compiled share"]:
+            share = row.get("compiled share (compile / adaptive)")
+            if share is not None:  # "<compile> / <adaptive>", "—" where a mode has no result
+                parts = [x.strip() for x in share.split("/")] if share else []
+                if len(parts) == 2 and mode in ("compile", "adaptive"):
+                    val = parts[0 if mode == "compile" else 1]
+                    if val not in ("", "—"):
+                        rec["compiled_share"] = float(val)
+            elif mode == "compile" and row.get("compiled share"):  # reports before the adaptive column
                 rec["compiled_share"] = float(row["compiled share"])
             records.append(rec)
     if header is None:
