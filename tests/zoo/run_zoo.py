@@ -22,11 +22,12 @@ nothing (timm/dla102: BatchNorm over 2 values per channel has a near-zero true i
 so every layer before it gets rounding noise, which Adam's first step turns into full-size
 updates; CPU float32's step-2 loss is 0.0235, float64's 0.00105) and only step 1 is judged
 (the record's step1_only). "CPU float32" is one sample of the rounding noise; when the device
-fails these checks against it, a second sample (CPU float32 summed on 2 threads: another order)
-is taken and the larger distance counts (tv/efficientnet_b1's step-2 loss is 1.0e-3 from float64
-on 1 thread, 2.8e-3 on 2, 1.1e-2 in compile mode, whose step-1 gradients are 2x CPU's distance
-from float64's). The record keeps the distances (cpu_vs_f64, cpu2_vs_f64, device_vs_f64 over
-all steps; *_step1 for step 1),
+fails these checks against it, up to three more are taken (noise_samples in the record) and the
+largest distance counts: CPU float32 summed on 2 threads (another order; tv/efficientnet_b1's
+step-2 loss is 1.0e-3 from float64 on 1 thread, 2.8e-3 on 2, 1.1e-2 in compile mode), and from
+weights moved by +-1 ulp (tv/mnasnet0_5's step 2 is chaotic: three such draws move CPU's loss
+by 0.3 %, 12 % and 53 %; compile mode's is 12 % off). The record keeps the distances
+(cpu_vs_f64, device_vs_f64 over all steps; *_step1 for step 1; noise_samples),
 and the groups that did not compile (compile_failures: reason -> count; their ops ran op by op,
 so the result stands, but each is a lowering bug the report lists). Tier 2 runs the
 models of tests/zoo/representative.json, tier 3 the whole registry. Each (mode, chunk of models)
@@ -151,23 +152,39 @@ for name in sys.argv[1].split(","):
 
                 ok = judge(rec["cpu_vs_f64"], rec["cpu_vs_f64_step1"])
                 if not ok:
-                    # One CPU float32 run is one sample of the rounding noise. A second, summed in
-                    # another order (2 threads), is another: tv/efficientnet_b1's step-2 loss is
-                    # 1.0e-3 from float64 on 1 thread and 2.8e-3 on 2.
+                    # One CPU float32 run is one sample of the rounding noise. More samples: CPU
+                    # float32 summed in another order (2 threads), and from weights moved by +-1 ulp
+                    # (float32 rounding of the weights themselves). Where step 2 is chaotic they
+                    # spread widely: tv/mnasnet0_5's CPU step-2 loss moves by 0.3 %, 12 % and 53 %
+                    # for three +-1 ulp draws (a ReLU whose float64 input is exactly 0 in a
+                    # zero-variance BatchNorm channel flips). The largest distance counts; the
+                    # samples stop as soon as the device is within it.
                     m64 = ref64 = None
-                    m2 = zm.build()
-                    if fingerprint(m2) != init_print:
-                        raise RuntimeError("build() is not deterministic: a second build has other weights")
-                    torch.set_num_threads(2)
-                    try:
-                        ref2 = train(m2, cpu_in, "cpu")
-                    finally:
-                        torch.set_num_threads(1)
-                    m2 = None
                     f64 = rec["f64_losses"]
-                    rec.update(cpu2_losses=ref2, cpu2_vs_f64=rel(ref2, f64), cpu2_vs_f64_step1=rel(ref2[:1], f64[:1]))
-                    ok = judge(max(rec["cpu_vs_f64"], rec["cpu2_vs_f64"]),
-                               max(rec["cpu_vs_f64_step1"], rec["cpu2_vs_f64_step1"]))
+                    rec["noise_samples"] = {{}}
+                    for sample in ("2 threads", "+-1 ulp seed 0", "+-1 ulp seed 1"):
+                        m2 = zm.build()
+                        if fingerprint(m2) != init_print:
+                            raise RuntimeError("build() is not deterministic: a second build has other weights")
+                        if sample.startswith("+-1 ulp"):
+                            gen = torch.Generator().manual_seed(int(sample[-1]))
+                            with torch.no_grad():
+                                for prm in m2.parameters():
+                                    if prm.is_floating_point():
+                                        prm.mul_(1 + 2.0 ** -23 * torch.randint(-1, 2, prm.shape, generator=gen).to(prm.dtype))
+                        torch.set_num_threads(2 if sample == "2 threads" else 1)
+                        try:
+                            ref2 = train(m2, cpu_in, "cpu")
+                        finally:
+                            torch.set_num_threads(1)
+                        m2 = None
+                        rec["noise_samples"][sample] = [rel(ref2, f64), rel(ref2[:1], f64[:1]), ref2]
+                        samples = list(rec["noise_samples"].values())
+                        # a sample that went NaN/inf says nothing about the noise's size
+                        ok = judge(max([rec["cpu_vs_f64"]] + [x[0] for x in samples if math.isfinite(x[0])]),
+                                   max([rec["cpu_vs_f64_step1"]] + [x[1] for x in samples if math.isfinite(x[1])]))
+                        if ok:
+                            break
             except Exception as e:
                 rec["f64_error"] = (type(e).__name__ + ": " + str(e)).splitlines()[0][:200]
         rec.update(losses=dev, cpu_losses=ref, max_rel=worst,
@@ -186,9 +203,8 @@ for name in sys.argv[1].split(","):
                 rec["error"] += (f"; vs float64: device {{rec['device_vs_f64']:.2e}}, "
                                  f"CPU float32 {{rec['cpu_vs_f64']:.2e}} (step 1: "
                                  f"{{rec['device_vs_f64_step1']:.2e}}, {{rec['cpu_vs_f64_step1']:.2e}})")
-            if "cpu2_vs_f64" in rec:
-                rec["error"] += (f"; CPU float32 on 2 threads {{rec['cpu2_vs_f64']:.2e}} "
-                                 f"(step 1: {{rec['cpu2_vs_f64_step1']:.2e}})")
+            for sample, (d, d1, _) in rec.get("noise_samples", {{}}).items():
+                rec["error"] += f"; CPU float32 {{sample}} {{d:.2e}} (step 1: {{d1:.2e}})"
     except Exception as e:
         try:
             torch_trn.sync()
