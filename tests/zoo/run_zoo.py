@@ -91,6 +91,16 @@ def fingerprint(model):
 
 ADAPTIVE = os.environ["NEURON_MODE"] == "adaptive"
 
+def _mem_available():
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        return None
+    return None
+
 def train(model, inputs, device):
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
     losses = []
@@ -114,6 +124,7 @@ for name in sys.argv[1].split(","):
         cpu_model = zm.build()
         dev_model = copy.deepcopy(cpu_model).to("neuron")
         init_print = fingerprint(cpu_model)
+        n_params = sum(p.numel() for p in cpu_model.parameters())
         cpu_in = zm.make_inputs(0)
         dev_in = {{k: (v.to("neuron") if isinstance(v, torch.Tensor) else v) for k, v in cpu_in.items()}}
         torch_trn.reset_stats()
@@ -133,6 +144,14 @@ for name in sys.argv[1].split(","):
             # float64 from the same weights.
             try:
                 del cpu_model
+                # float64 weights, gradients and AdamW's two moments: 32 bytes a parameter. A
+                # ~640M-parameter model (tv/regnet_y_128gf) needs ~20 GB, more than 24 GiB
+                # leaves; refuse by name instead of being OOM-killed.
+                need = 32 * n_params
+                avail = _mem_available()
+                if avail is not None and need > 0.8 * avail:
+                    raise MemoryError(f"the float64 reference run needs ~{{need / 1e9:.1f}} GB "
+                                      f"({{need // 32 / 1e6:.0f}}M parameters), {{avail / 1e9:.1f}} GB available")
                 m64 = zm.build()
                 if fingerprint(m64) != init_print:
                     raise RuntimeError("build() is not deterministic: a second build has other weights")
