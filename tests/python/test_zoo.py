@@ -157,6 +157,8 @@ def test_a_report_reads_back_into_the_results_it_shows(tmp_path):
         {"model": "hf/a/x", "mode": "adaptive", "status": "pass", "max_rel": 0.0123, "step1_only": True,
          "compiled_share": 0.41, "adaptive_waited": True},
         {"model": "timm/b", "mode": "adaptive", "status": "pass", "max_rel": 0.0},
+        {"model": "tv/c", "mode": "eager", "status": "pass", "max_rel": 0.04, "cpu_vs_f64": 0.01},
+        {"model": "tv/c", "mode": "compile", "status": "pass", "max_rel": 0.03, "judged_without_f64": True},
         {"model": "timm/b", "mode": "eager", "status": "xfail", "max_rel": 0.5, "reason": "a | piped reason"},
         {"model": "timm/b", "mode": "compile", "status": "error", "error": "RuntimeError: boom"},
     ]
@@ -172,6 +174,7 @@ def test_a_report_reads_back_into_the_results_it_shows(tmp_path):
             assert abs(b["max_rel"] - r["max_rel"]) <= 0.05 * r["max_rel"]
         assert b.get("step1_only", False) == r.get("step1_only", False)
         assert b.get("adaptive_waited", False) == r.get("adaptive_waited", False)
+        assert b.get("judged_by") == run_zoo.judged_by(r)
     assert back[("hf/a/x", "eager")]["device_s"] == 0.25
     assert back[("hf/a/x", "eager")]["host_fallback_ops"] == ["aten::nonzero", "torchvision::nms"]
     assert back[("hf/a/x", "compile")]["compiled_share"] == 0.93
@@ -187,5 +190,21 @@ def test_a_report_reads_back_into_the_results_it_shows(tmp_path):
     assert old[("hf/afmoe/causal-lm", "compile")]["compiled_share"] == 0.9304
     assert old[("hf/afmoe/causal-lm", "eager")]["host_fallback_ops"] == ["aten::nonzero"]
     assert "adaptive_waited" not in old[("hf/afmoe/causal-lm", "adaptive")]
+    # the float64 check's passes are counted again after a read-back (they were lost before)
+    assert back[("tv/c", "eager")]["judged_by"] == "float64"
+    assert back[("tv/c", "compile")]["judged_by"] == "f32 samples"
+    again = tmp_path / "again.md"
+    run_zoo.write_report(str(again), list(back.values()), {}, 3, 3)
+    assert "1 were outside rtol and passed by the float64 check" in again.read_text()
+    assert "1 by CPU float32 noise samples alone" in again.read_text()
+    # a report from before the "by ..." marks: a pass beyond the default rtol passed by one of the two
+    older = tmp_path / "older.md"
+    older.write_text(
+        "| model | features | eager | compile | adaptive | eager s | host-fallback ops | compiled share |\n"
+        "|---|---|---|---|---|---|---|---|\n"
+        "| tv/d | conv:2d | pass (2.0e-02) | pass (9.0e-04) | — | 1.5 |  | 0.9 |\n")
+    od = {(r["model"], r["mode"]): r for r in records_from_report(str(older), "O")}
+    assert od[("tv/d", "eager")]["judged_by"] == "beyond rtol"
+    assert "judged_by" not in od[("tv/d", "compile")]
     assert "a | piped reason" in back[("timm/b", "eager")]["error"]
     assert back[("timm/b", "compile")]["error"] == "RuntimeError: boom"

@@ -3,7 +3,8 @@
 The report is committed; the results file (build/zoo/tier3.jsonl) is not. Seeding a results file
 from the report lets a fresh clone resume tier 3 where the report stands instead of starting
 over (the full run takes most of a day on 2 cores). A report keeps less than a record: status,
-max relative difference (to the report's precision), step1_only, the eager run's device time
+max relative difference (to the report's precision), how a pass outside rtol was judged
+(judged_by), step1_only, the eager run's device time
 and host-fallback ops, compile mode's compiled share. Losses, float64 distances and compile
 failures are not in it; every seeded record says where it came from (`from_report`), and the
 report counts such records. An expected failure's cell says `xfail`, not how it failed: it is
@@ -14,7 +15,11 @@ Thread-safety: plain functions, no shared state.
 import re
 
 MODES = ("eager", "compile", "adaptive")
-_CELL = re.compile(r"^(pass|fail|error|xfail)(?: \(([-+.\de]+)\))?( step 1 only)?( no wait)?$")
+_CELL = re.compile(r"^(pass|fail|error|xfail)(?: \(([-+.\de]+)\))?(?: by (float64|f32 samples|beyond rtol))?"
+                   r"( step 1 only)?( no wait)?$")
+# Reports before the "by ..." marks: a pass farther from CPU than the default rtol passed by the
+# float64 check or by CPU float32 samples; which one, the report did not say.
+_DEFAULT_RTOL = 1e-3
 
 
 def _row(line):
@@ -25,7 +30,9 @@ def _row(line):
 def records_from_report(path, source=None):
     """[record] for every (model, mode) cell of the report at `path` that has a result."""
     source = source or path
-    lines = open(path).read().splitlines()
+    text = open(path).read()
+    marks_how = '"by float64"' in text  # the report marks how passes outside rtol were judged
+    lines = text.splitlines()
     errors = {}
     section = None
     for line in lines:
@@ -57,7 +64,7 @@ def records_from_report(path, source=None):
             m = _CELL.match(cell)
             if not m:
                 raise ValueError(f"{path}: cannot read the {mode} cell of {row['model']}: {cell!r}")
-            status, rel, step1, no_wait = m.groups()
+            status, rel, how, step1, no_wait = m.groups()
             rec = {"model": row["model"], "mode": mode, "status": status, "from_report": source}
             if status == "xfail":
                 rec["status"] = "fail"
@@ -69,6 +76,10 @@ def records_from_report(path, source=None):
                 rec["max_rel"] = float(rel)
             if step1:
                 rec["step1_only"] = True
+            if status == "pass" and how:
+                rec["judged_by"] = how
+            elif status == "pass" and not marks_how and rel is not None and float(rel) > _DEFAULT_RTOL:
+                rec["judged_by"] = "beyond rtol"
             if mode == "adaptive" and "compiled share (compile / adaptive)" in row and not no_wait:
                 rec["adaptive_waited"] = True  # reports before that column predate the wait
             if mode == "eager" and row["eager s"]:

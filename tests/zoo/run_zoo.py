@@ -344,6 +344,17 @@ def run(pairs, args, sink):
     return records
 
 
+def judged_by(r):
+    """How a run outside rtol was judged: "float64" (the float64 check), "f32 samples" (CPU float32
+    noise samples alone: the float64 run would not fit), "beyond rtol" (one of the two, read back
+    from a report that did not say which), or None (within rtol, or not judged)."""
+    if r.get("judged_without_f64"):
+        return "f32 samples"
+    if "cpu_vs_f64" in r:
+        return "float64"
+    return r.get("judged_by")
+
+
 def write_report(path, records, features, tier, zoo_size):
     by_model = collections.defaultdict(dict)
     for r in records:
@@ -362,11 +373,14 @@ def write_report(path, records, features, tier, zoo_size):
         c = counts[m]
         lines.append(f"| {m} | {sum(c.values())} | {c['pass']} | {c['fail']} | {c['error']} | {c['xfail']} |")
     passes = [r for rs in by_model.values() for r in rs.values() if r["status"] == "pass"]
-    lines += ["", f"Of the {len(passes)} passing runs, {sum('cpu_vs_f64' in r for r in passes)} passed by the float64 "
-              f"check (their difference from CPU is float32 rounding), "
-              f"{sum(bool(r.get('judged_without_f64')) for r in passes)} by CPU float32 noise samples alone "
-              f"(the float64 run would not fit in memory), and "
-              f"{sum(bool(r.get('step1_only')) for r in passes)} of those were judged on step 1 only (CPU "
+    how = collections.Counter(judged_by(r) for r in passes)
+    lines += ["", f"Of the {len(passes)} passing runs, {how['float64']} were outside rtol and passed by the float64 "
+              f"check (their difference from CPU is float32 rounding; cells say \"by float64\"), "
+              f"{how['f32 samples']} by CPU float32 noise samples alone (the float64 run would not fit in "
+              f"memory; \"by f32 samples\")"
+              + (f", {how['beyond rtol']} by one of the two (\"beyond rtol\": read back from a report that "
+                 "did not say which)" if how["beyond rtol"] else "")
+              + f", and {sum(bool(r.get('step1_only')) for r in passes)} of those were judged on step 1 only (CPU "
               f"float32's own later losses are more than 50 % from float64's). The cells give the max "
               "relative loss difference from CPU."]
     unwaited = [r for rs in by_model.values() for r in rs.values()
@@ -379,8 +393,9 @@ def write_report(path, records, features, tier, zoo_size):
     if seeded:
         lines += ["", f"{len(seeded)} of the results were read back from an earlier report "
                   f"({', '.join(sorted({r['from_report'] for r in seeded}))}; run_zoo.py --seed-from-report): "
-                  "a report keeps status and max difference but not losses, float64 distances or compile "
-                  "failures, so the float64 count above and the list of groups that did not compile omit them."]
+                  "a report keeps status, max difference and how a pass outside rtol was judged, but not "
+                  "losses, float64 distances or compile failures, so the list of groups that did not compile "
+                  "omits them."]
     lines += ["", "| model | features | eager | compile | adaptive | eager s | host-fallback ops | compiled share (compile / adaptive) |",
               "|---|---|---|---|---|---|---|---|"]
     for name in sorted(by_model):
@@ -391,6 +406,7 @@ def write_report(path, records, features, tier, zoo_size):
         for m in MODES:
             r = rs.get(m)
             cells.append("—" if r is None else r["status"] + (f" ({r['max_rel']:.1e})" if "max_rel" in r else "")
+                         + (f" by {judged_by(r)}" if r["status"] == "pass" and judged_by(r) else "")
                          + (" step 1 only" if r.get("step1_only") else "")
                          + (" no wait" if m == "adaptive" and not r.get("adaptive_waited") else ""))
         e = rs.get("eager", {})
@@ -509,7 +525,7 @@ def main(argv=None):
         print(f"{m:9s} pass {c['pass']}, fail {c['fail']}, error {c['error']}, expected {c['xfail']}")
     worst = max((r.get("max_rel", 0.0) for r in records if r["status"] == "pass" and not r.get("step1_only")),
                 default=0.0)
-    f64 = sum(1 for r in records if r["status"] == "pass" and ("cpu_vs_f64" in r or r.get("judged_without_f64")))
+    f64 = sum(1 for r in records if r["status"] == "pass" and judged_by(r))
     step1_only = sum(1 for r in records if r["status"] == "pass" and r.get("step1_only"))
     print(f"max relative loss difference of the passing runs judged on every step: {worst:.2e} ({f64} passed "
           f"by the float64 check or, where float64 does not fit, CPU float32 samples; {step1_only} of which were judged "
