@@ -28,6 +28,7 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
+#include "mlir/IR/Verifier.h"
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
@@ -142,15 +143,19 @@ llvm::CodeGenOpt::Level CodeGenLevel(int opt_level) {
   }
 }
 
-// LLVM module -> object file bytes, optimised at `opt_level` for `machine`.
+// LLVM module -> object file bytes, optimised at `opt_level` for `machine`; records the two
+// phases' wall times in `t`.
 absl::StatusOr<std::string> EmitObject(llvm::Module& module, llvm::TargetMachine& machine,
-                                       int opt_level) {
+                                       int opt_level, CompileTimings& t) {
+  auto start = Clock::now();
   module.setDataLayout(machine.createDataLayout());
   module.setTargetTriple(machine.getTargetTriple().str());
   auto optimize = mlir::makeOptimizingTransformer(opt_level, /*sizeLevel=*/0, &machine);
   if (llvm::Error error = optimize(&module)) {
     return absl::InternalError(absl::StrCat("LLVM optimisation: ", ToString(std::move(error))));
   }
+  t.optimize_ms = MsSince(start);
+  start = Clock::now();
   llvm::SmallVector<char, 0> buffer;
   llvm::raw_svector_ostream stream(buffer);
   llvm::legacy::PassManager codegen;
@@ -158,13 +163,15 @@ absl::StatusOr<std::string> EmitObject(llvm::Module& module, llvm::TargetMachine
     return absl::InternalError("the host TargetMachine cannot emit object files");
   }
   codegen.run(module);
+  t.codegen_ms = MsSince(start);
   return std::string(buffer.begin(), buffer.end());
 }
 
 }  // namespace
 
 absl::StatusOr<ObjectCode> CompileToObject(std::string_view mlir_text, std::string_view func_name,
-                                           int opt_level, CompileTimings* timings, int codegen_level) {
+                                           int opt_level, CompileTimings* timings, int codegen_level,
+                                           bool verify_each_pass) {
   if (opt_level < 0 || opt_level > 3) {
     return absl::InvalidArgumentError(absl::StrCat("opt_level must be 0..3, got ", opt_level));
   }
@@ -201,10 +208,18 @@ absl::StatusOr<ObjectCode> CompileToObject(std::string_view mlir_text, std::stri
 
   start = Clock::now();
   mlir::PassManager pm(&context);
+  // Verifying after each of the ~25 passes took ~40 % of the pipeline's time on the zoo's groups
+  // (src/mlir_lowering/README.md); by default the result is verified once instead.
+  pm.enableVerifier(verify_each_pass);
   buildHostPipeline(pm);
   if (mlir::failed(pm.run(*module))) {
     return absl::InternalError(
         absl::StrCat("host pipeline failed for @", name, ":\n", diag_stream.str()));
+  }
+  if (!verify_each_pass && mlir::failed(mlir::verify(*module))) {
+    return absl::InternalError(absl::StrCat("the host pipeline made invalid IR for @", name,
+                                            " (NEURON_VERIFY_PASSES=1 names the pass):\n",
+                                            diag_stream.str()));
   }
   t.pipeline_ms = MsSince(start);
 
@@ -226,12 +241,12 @@ absl::StatusOr<ObjectCode> CompileToObject(std::string_view mlir_text, std::stri
     return absl::InternalError(
         absl::StrCat("translating @", name, " to LLVM IR:\n", diag_stream.str()));
   }
-  absl::StatusOr<std::string> bytes = EmitObject(*llvm_module, **machine, opt_level);
+  t.translate_ms = MsSince(start);
+  absl::StatusOr<std::string> bytes = EmitObject(*llvm_module, **machine, opt_level, t);
   if (!bytes.ok()) {
     return absl::Status(bytes.status().code(),
                         absl::StrCat("compiling @", name, ": ", bytes.status().message()));
   }
-  t.llvm_ms = MsSince(start);
   return ObjectCode{std::move(*bytes), absl::StrCat("_mlir_ciface_", name), opt_level};
 }
 

@@ -36,7 +36,9 @@ struct ObjectCode {
 struct CompileTimings {
   double parse_ms = 0;     // context creation + parsing + verification
   double pipeline_ms = 0;  // buildHostPipeline passes
-  double llvm_ms = 0;      // translation to LLVM IR, LLVM optimisation, object emission
+  double translate_ms = 0; // TargetMachine creation + translation to LLVM IR
+  double optimize_ms = 0;  // LLVM IR optimisation at opt_level
+  double codegen_ms = 0;   // instruction selection .. object emission at codegen_level
 };
 
 // Parses `mlir_text` (a builtin.module in the func/arith/math/memref/linalg/tensor/scf dialects,
@@ -50,9 +52,11 @@ struct CompileTimings {
 // `codegen_level` (0..3, or -1: the same as `opt_level`) sets the code generator's level apart
 // from the IR optimisation level: IR -O1 with codegen -O0 (fast instruction selection and
 // register allocation) builds about 2.5x faster than -O3 and, on our groups, runs as fast.
+// `verify_each_pass` verifies the module after every pass (NEURON_VERIFY_PASSES; a pass that
+// breaks the IR is then named); otherwise it is verified once, after the pipeline.
 absl::StatusOr<ObjectCode> CompileToObject(std::string_view mlir_text, std::string_view func_name,
                                            int opt_level, CompileTimings* timings = nullptr,
-                                           int codegen_level = -1);
+                                           int codegen_level = -1, bool verify_each_pass = false);
 
 // Object code linked into the process, in a JITDylib of its own that this object owns. Symbols the code
 // needs (malloc, free, memcpy, libm) are resolved from the current process.

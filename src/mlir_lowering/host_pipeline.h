@@ -33,6 +33,7 @@ namespace trn::mlir_lowering {
 //   4. linalg -> scf loops -> cf, strided metadata and affine -> arith;
 //   5. f32 transcendental math -> polynomial approximations; memref/arith/math/func/cf -> LLVM
 //      dialect (remaining math ops without an LLVM intrinsic become libm calls).
+//   6. canonicalize the LLVM dialect (folds the memref descriptors' insert/extract chains).
 // Textually: see README.md in this folder.
 void buildHostPipeline(mlir::OpPassManager& pm);
 

@@ -86,6 +86,9 @@ const std::vector<KnobSpec>& KnobSpecs() {
       {"NEURON_OPT_LEVEL", "3", "0 | 1 | 2 | 3",
        "LLVM optimisation level of compiled groups (0 compiles ~10x faster, runs ~2.5x slower). "
        "In adaptive mode with tiering, the level of the second (optimised) build."},
+      {"NEURON_VERIFY_PASSES", "0", "0 | 1",
+       "Verify a group's MLIR after every pass of its host compile (O0 compiles take ~25 % longer; "
+       "names the pass that broke a lowering). 0: verified once, after the pipeline."},
       {"NEURON_ADAPTIVE_GROUP_OPS", "64", "integer >= 1",
        "adaptive mode: recorded ops are cut into groups of at most this many (a group starts "
        "executing once it is full or at a sync point)."},
@@ -178,13 +181,15 @@ absl::StatusOr<Knobs> ParseKnobs(const EnvLookup& lookup) {
     int64_t max;
     int64_t* field;
   };
-  int64_t log_level = knobs.log_level, opt_level = knobs.opt_level, tiering = knobs.tiering ? 1 : 0;
+  int64_t log_level = knobs.log_level, opt_level = knobs.opt_level, tiering = knobs.tiering ? 1 : 0,
+          verify_passes = knobs.verify_passes ? 1 : 0;
   const IntKnob int_knobs[] = {
       {"NEURON_MAX_PENDING_OPS", 1, INT64_MAX, &knobs.max_pending_ops},
       {"NEURON_LAST_OPS", 1, INT64_MAX, &knobs.last_ops_capacity},
       {"NEURON_LOG_LEVEL", 0, 3, &log_level},
       {"NEURON_MAX_GROUP_OPS", 1, INT64_MAX, &knobs.max_group_ops},
       {"NEURON_OPT_LEVEL", 0, 3, &opt_level},
+      {"NEURON_VERIFY_PASSES", 0, 1, &verify_passes},
       {"NEURON_ADAPTIVE_GROUP_OPS", 1, INT64_MAX, &knobs.adaptive_group_ops},
       {"NEURON_COMPILE_WORKERS", 1, 16, &knobs.compile_workers},
       {"NEURON_COMPILE_QUEUE", 1, INT64_MAX, &knobs.compile_queue},
@@ -207,6 +212,7 @@ absl::StatusOr<Knobs> ParseKnobs(const EnvLookup& lookup) {
   knobs.log_level = static_cast<int>(log_level);
   knobs.opt_level = static_cast<int>(opt_level);
   knobs.tiering = tiering != 0;
+  knobs.verify_passes = verify_passes != 0;
   if (knobs.executor_threads == 0) {
     knobs.executor_threads = std::max<int64_t>(1, static_cast<int64_t>(std::thread::hardware_concurrency()) - 1);
   }

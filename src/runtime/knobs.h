@@ -39,6 +39,7 @@ struct Knobs {
   int log_level = 1;                // 0 silent, 1 warnings, 2 info, 3 debug
   int64_t max_group_ops = 256;      // most ops per compiled group
   int opt_level = 3;                // LLVM level of compile-mode groups
+  bool verify_passes = false;       // verify a group's MLIR after every pass (else once, at the end)
   std::string dump_mlir_dir;        // empty: do not dump
   int64_t adaptive_group_ops = 64;  // most ops per group in adaptive mode
   int64_t compile_workers = 1;      // adaptive mode's background compile threads

@@ -372,7 +372,8 @@ absl::StatusOr<GroupCompiler::Built> GroupCompiler::Compile(const CompileRequest
       NoteTrnFallback(request, stream.status());
     }
     absl::StatusOr<mlir_lowering::ObjectCode> object =
-        mlir_lowering::CompileToObject(request.mlir, request.func, opt_level, nullptr, cg);
+        mlir_lowering::CompileToObject(request.mlir, request.func, opt_level, nullptr, cg,
+                                      options_.verify_passes);
     if (!object.ok()) {
       return object.status();
     }

@@ -33,6 +33,7 @@ namespace trn::scheduler {
 
 struct CompilerOptions {
   int opt_level = 3;
+  bool verify_passes = false;  // NEURON_VERIFY_PASSES
   std::string dump_mlir_dir;  // empty: no dump
   std::string test_fault;     // NEURON_TEST_COMPILE_FAULT: "fail" | "slow" | ""
   runtime::CodeCacheLimits memory;

@@ -28,6 +28,7 @@ runtime::Mode StreamMode(const runtime::Knobs& knobs) {
 CompilerOptions CompilerOptionsOf(const runtime::Knobs& knobs) {
   CompilerOptions o;
   o.opt_level = knobs.opt_level;
+  o.verify_passes = knobs.verify_passes;
   o.dump_mlir_dir = knobs.dump_mlir_dir;
   o.test_fault = knobs.test_compile_fault;
   o.memory = runtime::CodeCacheLimits{knobs.cache_mem_entries, knobs.cache_mem_bytes};

@@ -103,6 +103,17 @@ TEST_CASE("a missing function and a bad opt level are reported", "[mlir]") {
   CHECK(bad_level.status().code() == absl::StatusCode::kInvalidArgument);
 }
 
+TEST_CASE("verifying after every pass or once at the end builds the same object", "[mlir]") {
+  for (int opt_level : {0, 3}) {
+    INFO("opt level " << opt_level);
+    auto once = CompileToObject(kScaleModule, "scale", opt_level, nullptr, -1, /*verify_each_pass=*/false);
+    auto each = CompileToObject(kScaleModule, "scale", opt_level, nullptr, -1, /*verify_each_pass=*/true);
+    REQUIRE(once.ok());
+    REQUIRE(each.ok());
+    CHECK(once->bytes == each->bytes);
+  }
+}
+
 TEST_CASE("object bytes round-trip: compile once, load twice, both run", "[mlir]") {
   auto code = CompileToObject(kScaleModule, "scale", 2);
   REQUIRE(code.ok());

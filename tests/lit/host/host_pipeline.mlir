@@ -6,21 +6,27 @@
 // CHECK-NOT: linalg.
 // CHECK-NOT: tensor.
 // Bufferization uses fully dynamic layouts at the function boundary (the caller's buffers are
-// views), so inside the loop each access reads its buffer's offset ([2]) and stride ([4, 0])
-// from the memref descriptor; the result is stored into the third (out) argument.
+// views), so inside the loop each access reads its buffer's offset and stride: after the final
+// canonicalize straight from the function's descriptor arguments (aligned pointer, offset,
+// size, stride per buffer: %arg1/2/3/4 for a, 6/7/8/9 for b, 11/12/13/14 for the out buffer),
+// with no descriptor struct built in between; the result is stored into the out buffer.
 // CHECK-LABEL: llvm.func @add_relu(
+// CHECK-NOT: llvm.insertvalue
 // CHECK: llvm.cond_br
-// CHECK: llvm.extractvalue %{{.*}}[2]
-// CHECK: llvm.extractvalue %{{.*}}[4, 0]
+// CHECK: %[[IA:.*]] = llvm.mul %{{.*}}, %arg4
+// CHECK: %[[OA:.*]] = llvm.add %arg2, %[[IA]]
+// CHECK: llvm.getelementptr %arg1[%[[OA]]]
 // CHECK: llvm.load
-// CHECK: llvm.extractvalue %{{.*}}[2]
-// CHECK: llvm.extractvalue %{{.*}}[4, 0]
+// CHECK: %[[IB:.*]] = llvm.mul %{{.*}}, %arg9
+// CHECK: %[[OB:.*]] = llvm.add %arg7, %[[IB]]
+// CHECK: llvm.getelementptr %arg6[%[[OB]]]
 // CHECK: llvm.load
 // CHECK: llvm.fadd
 // CHECK: llvm.intr.maxnum
-// CHECK: llvm.extractvalue %{{.*}}[2]
-// CHECK: llvm.extractvalue %{{.*}}[4, 0]
-// CHECK: llvm.store
+// CHECK: %[[IO:.*]] = llvm.mul %{{.*}}, %arg14
+// CHECK: %[[OO:.*]] = llvm.add %arg12, %[[IO]]
+// CHECK: %[[P:.*]] = llvm.getelementptr %arg11[%[[OO]]]
+// CHECK: llvm.store %{{.*}}, %[[P]]
 // CHECK-NOT: llvm.fadd
 // CHECK-NOT: llvm.call
 // CHECK: llvm.return
