@@ -4,6 +4,7 @@
 #include <atomic>
 
 #include "mlir_lowering/host_pipeline.h"
+#include "mlir_lowering/llvm_optimize.h"
 
 #include "absl/strings/str_cat.h"
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
@@ -24,7 +25,6 @@
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/Tensor/Transforms/BufferizableOpInterfaceImpl.h"
 #include "mlir/ExecutionEngine/CRunnerUtils.h"
-#include "mlir/ExecutionEngine/OptUtils.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
@@ -150,9 +150,8 @@ absl::StatusOr<std::string> EmitObject(llvm::Module& module, llvm::TargetMachine
   auto start = Clock::now();
   module.setDataLayout(machine.createDataLayout());
   module.setTargetTriple(machine.getTargetTriple().str());
-  auto optimize = mlir::makeOptimizingTransformer(opt_level, /*sizeLevel=*/0, &machine);
-  if (llvm::Error error = optimize(&module)) {
-    return absl::InternalError(absl::StrCat("LLVM optimisation: ", ToString(std::move(error))));
+  if (absl::Status optimized = OptimizeModule(module, machine, opt_level); !optimized.ok()) {
+    return optimized;
   }
   t.optimize_ms = MsSince(start);
   start = Clock::now();
