@@ -1,6 +1,6 @@
 """OpInfo registry test (DESIGN.md §6.1): every float32 op_db sample on the neuron device vs CPU.
 
-Runs tests/opinfo/run_opinfo.py (one worker process per chunk of ~20 ops, 2 at a time; a
+Runs tests/opinfo/run_opinfo.py (one worker process per chunk of ~60 ops, 2 at a time; a
 crashing kernel only loses its own op), in each mode (eager, compile, adaptive). A full run takes ~4-7 minutes on 2 cores, so it is the
 default (FULL_BY_DEFAULT); set FULL_BY_DEFAULT = False to run the every-4th-op --quick subset
 unless pytest is given --full (tests/python/conftest.py).
