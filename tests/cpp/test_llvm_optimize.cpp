@@ -69,7 +69,7 @@ Counts OptimizeAndCount(int opt_level) {
 
 }  // namespace
 
-TEST_CASE("-O1 vectorises a loop without unrolling it; -O3 unrolls", "[mlir]") {
+TEST_CASE("O1 vectorises a loop without unrolling it, O3 unrolls it", "[mlir]") {
   const Counts o0 = OptimizeAndCount(0);
   const Counts o1 = OptimizeAndCount(1);
   const Counts o3 = OptimizeAndCount(3);
