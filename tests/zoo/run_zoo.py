@@ -443,7 +443,11 @@ def main(argv=None):
     p.add_argument("--only", default=None, help="regex on model names")
     p.add_argument("--shard", default=None, help="I/N")
     p.add_argument("--jobs", type=int, default=2)
-    p.add_argument("--chunk", type=int, default=6, help="models per worker process")
+    # A worker's start (python, torch, torch_trn, timm, transformers, torchvision) takes ~7 s.
+    # Tier 2's 50 small models run 17 to a worker (3 workers a mode: the tier took 6 min 48 s on
+    # 2 cores, 8 min 11 s with 6 a worker); tier 3's large models 6, so an OOM or crash re-runs
+    # few models.
+    p.add_argument("--chunk", type=int, default=None, help="models per worker process (tier 2: 17, tier 3: 6)")
     p.add_argument("--chunk-timeout", type=float, default=1200)
     p.add_argument("--steps", type=int, default=2)
     p.add_argument("--rtol", type=float, default=1e-3)
@@ -464,6 +468,8 @@ def main(argv=None):
                         "needing more is judged against CPU float32 samples alone")
     p.add_argument("--no-run", action="store_true", help="only summarise/report the results already there")
     args = p.parse_args(argv)
+    if args.chunk is None:
+        args.chunk = 17 if args.tier == 2 else 6
     sys.path.insert(0, HERE)
     if args.tier == 2:
         with open(os.path.join(HERE, "representative.json")) as f:
