@@ -207,7 +207,7 @@ absl::StatusOr<ObjectCode> CompileToObject(std::string_view mlir_text, std::stri
 
   start = Clock::now();
   mlir::PassManager pm(&context);
-  // Verifying after each of the ~25 passes took ~40 % of the pipeline's time on the zoo's groups
+  // Verifying after each of the ~25 passes took ~30 % of the pipeline's time on the zoo's groups
   // (src/mlir_lowering/README.md); by default the result is verified once instead.
   pm.enableVerifier(verify_each_pass);
   buildHostPipeline(pm);

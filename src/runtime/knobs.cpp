@@ -87,7 +87,7 @@ const std::vector<KnobSpec>& KnobSpecs() {
        "LLVM optimisation level of compiled groups (0 compiles ~10x faster, runs ~2.5x slower). "
        "In adaptive mode with tiering, the level of the second (optimised) build."},
       {"NEURON_VERIFY_PASSES", "0", "0 | 1",
-       "Verify a group's MLIR after every pass of its host compile (O0 compiles take ~25 % longer; "
+       "Verify a group's MLIR after every pass of its host compile (O0 compiles take ~12 % longer; "
        "names the pass that broke a lowering). 0: verified once, after the pipeline."},
       {"NEURON_ADAPTIVE_GROUP_OPS", "64", "integer >= 1",
        "adaptive mode: recorded ops are cut into groups of at most this many (a group starts "
