@@ -1,13 +1,17 @@
-// trn-lower-linalg: linalg on memrefs -> trn tiles and instructions (see TrnPasses.h).
+// trn-lower-linalg: linalg on memrefs -> trn tiles and instructions (see TrnPasses.h). This file:
+// the pass, the per-op dispatch, HBM windows, tiling, fills and elementwise and reducing generics;
+// matmuls are in LowerMatmul.cpp, the declarations both share in LowerLinalgImpl.h.
 //
 // HBM is the functions' memref arguments (and memref.alloc scratch buffers). Every HBM access
 // is a DMA window: an element offset and [partition, free...] sizes and strides, derived from
 // the memref's static strides composed with the linalg indexing map, so views (transposes,
 // broadcasts, slices) cost nothing but a different window.
+#include "mlir_lowering/trn/LowerLinalgImpl.h"
+
 #include <algorithm>
-#include <deque>
-#include <map>
 #include <optional>
+#include <string>
+#include <vector>
 
 #include "llvm/ADT/DenseMap.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -22,27 +26,12 @@
 #include "mlir_lowering/trn/TrnPasses.h"
 
 namespace trn::ir {
-namespace {
-
-using mlir::failure;
-using mlir::LogicalResult;
-using mlir::success;
-using mlir::Value;
+namespace lower_linalg_detail {
 
 // Free elements per partition of one elementwise tile (fp32: 8 KiB of the 192-256 KiB).
 constexpr int64_t kMaxFreeElements = 2048;
-// Matmul operand tiles kept in SBUF for reuse across output blocks, bytes per partition.
-constexpr int64_t kMatmulCacheBytes = 96 * 1024;
-// Matmul steps whose operands are loaded ahead of the step being computed.
-constexpr int64_t kMatmulLookahead = 8;
 
 // ---- HBM windows ----
-
-// An HBM buffer: a memref function argument or a memref.alloc, with its static strides.
-struct Hbm {
-  Value memref;
-  llvm::SmallVector<int64_t> strides;  // elements
-};
 
 std::optional<Hbm> HbmOf(Value v, std::string* why) {
   auto type = v.getType().dyn_cast<mlir::MemRefType>();
@@ -68,6 +57,8 @@ std::optional<Hbm> HbmOf(Value v, std::string* why) {
   }
   return h;
 }
+
+namespace {
 
 // A linear form of the loop indices: constant + sum coeff[d] * index[d].
 struct Linear {
@@ -108,12 +99,7 @@ std::optional<Linear> Linearize(mlir::AffineExpr e, unsigned dims) {
   return std::nullopt;
 }
 
-// How one operand's elements move with the loop indices: elem = base + sum stride[d] * index[d].
-struct OperandAccess {
-  Hbm hbm;
-  int64_t base = 0;
-  llvm::SmallVector<int64_t> stride;  // per loop dimension
-};
+}  // namespace
 
 std::optional<OperandAccess> AccessOf(Value memref, mlir::AffineMap map, std::string* why) {
   auto hbm = HbmOf(memref, why);
@@ -132,26 +118,6 @@ std::optional<OperandAccess> AccessOf(Value memref, mlir::AffineMap map, std::st
   }
   return a;
 }
-
-// One axis of a tile: `count` steps of loop dimension `dim`, `coeff` indices per step.
-struct Axis {
-  int dim = -1;
-  int64_t coeff = 1;
-  int64_t count = 1;
-};
-
-// A tile of the iteration space: base indices, the partition axis and up to 4 free axes.
-struct TileSpace {
-  llvm::SmallVector<int64_t> base;
-  Axis partition;
-  llvm::SmallVector<Axis> free;
-  llvm::SmallVector<int64_t> FreeShape() const {
-    llvm::SmallVector<int64_t> s;
-    for (const Axis& a : free) s.push_back(a.count);
-    if (s.empty()) s.push_back(1);
-    return s;
-  }
-};
 
 void SetWindow(mlir::Operation* dma, const OperandAccess& a, const TileSpace& t) {
   mlir::Builder b(dma->getContext());
@@ -173,783 +139,626 @@ void SetWindow(mlir::Operation* dma, const OperandAccess& a, const TileSpace& t)
 
 // ---- the lowering of one function ----
 
-class Lowerer {
- public:
-  explicit Lowerer(mlir::func::FuncOp f) : f_(f), b_(f.getContext()) {}
+LogicalResult Lowerer::Run() {
+  llvm::SmallVector<mlir::Operation*> ops;
+  for (mlir::Operation& op : f_.getBody().front()) ops.push_back(&op);
+  // A matmul right after a zero fill of its output overwrites PSUM instead: no fill needed.
+  for (mlir::Operation* op : ops) {
+    if (!mlir::isa<mlir::linalg::MatmulOp, mlir::linalg::BatchMatmulOp>(op)) continue;
+    auto dps = mlir::cast<mlir::DestinationStyleOpInterface>(op);
+    if (mlir::linalg::FillOp fill = ZeroFillBefore(op, dps.getDpsInitOperand(0)->get())) {
+      fresh_.insert(op);
+      skipped_.insert(fill);
+    }
+  }
+  for (mlir::Operation* op : ops) {
+    if (skipped_.count(op)) {
+      lowered_.insert(op);
+      continue;
+    }
+    if (mlir::failed(LowerOne(op))) return failure();
+  }
+  for (mlir::Operation* op : ops) {
+    if (lowered_.count(op)) op->erase();
+  }
+  return success();
+}
 
-  LogicalResult Run() {
-    llvm::SmallVector<mlir::Operation*> ops;
-    for (mlir::Operation& op : f_.getBody().front()) ops.push_back(&op);
-    // A matmul right after a zero fill of its output overwrites PSUM instead: no fill needed.
-    for (mlir::Operation* op : ops) {
-      if (!mlir::isa<mlir::linalg::MatmulOp, mlir::linalg::BatchMatmulOp>(op)) continue;
-      auto dps = mlir::cast<mlir::DestinationStyleOpInterface>(op);
-      if (mlir::linalg::FillOp fill = ZeroFillBefore(op, dps.getDpsInitOperand(0)->get())) {
-        fresh_.insert(op);
-        skipped_.insert(fill);
-      }
-    }
-    for (mlir::Operation* op : ops) {
-      if (skipped_.count(op)) {
-        lowered_.insert(op);
-        continue;
-      }
-      if (mlir::failed(LowerOne(op))) return failure();
-    }
-    for (mlir::Operation* op : ops) {
-      if (lowered_.count(op)) op->erase();
-    }
+int64_t Lowerer::SourceOp(mlir::Operation* op) {
+  if (auto a = op->getAttrOfType<mlir::IntegerAttr>(kSourceOpAttr)) return a.getInt();
+  return 0;
+}
+
+LogicalResult Lowerer::LowerOne(mlir::Operation* op) {
+  // Allocations are HBM scratch; scalar loads and arith/math outside the generics are pure
+  // and evaluated where a generic reads them (LowerGeneric's Get).
+  if (mlir::isa<mlir::func::ReturnOp, mlir::memref::AllocOp, mlir::memref::DeallocOp, mlir::memref::LoadOp>(op) ||
+      (op->getDialect() && (op->getDialect()->getNamespace() == "arith" || op->getDialect()->getNamespace() == "math"))) {
     return success();
   }
-
- private:
-  int64_t SourceOp(mlir::Operation* op) {
-    if (auto a = op->getAttrOfType<mlir::IntegerAttr>(kSourceOpAttr)) return a.getInt();
-    return 0;
-  }
-
-  LogicalResult LowerOne(mlir::Operation* op) {
-    // Allocations are HBM scratch; scalar loads and arith/math outside the generics are pure
-    // and evaluated where a generic reads them (LowerGeneric's Get).
-    if (mlir::isa<mlir::func::ReturnOp, mlir::memref::AllocOp, mlir::memref::DeallocOp, mlir::memref::LoadOp>(op) ||
-        (op->getDialect() && (op->getDialect()->getNamespace() == "arith" || op->getDialect()->getNamespace() == "math"))) {
-      return success();
-    }
-    b_.setInsertionPoint(op);
-    loc_ = op->getLoc();
-    source_op_ = SourceOp(op);
-    LogicalResult r = failure();
-    if (auto mm = mlir::dyn_cast<mlir::linalg::MatmulOp>(op)) {
-      r = LowerMatmul(op, /*batched=*/false);
-    } else if (mlir::isa<mlir::linalg::BatchMatmulOp>(op)) {
-      r = LowerMatmul(op, /*batched=*/true);
-    } else if (auto fill = mlir::dyn_cast<mlir::linalg::FillOp>(op)) {
-      r = LowerFill(fill);
-    } else if (auto g = mlir::dyn_cast<mlir::linalg::GenericOp>(op)) {
-      r = LowerGeneric(g);
-    } else if (op->getDialect() && op->getDialect()->getNamespace() == "trn") {
-      return success();
-    } else {
-      return op->emitOpError("has no trn lowering");
-    }
-    if (mlir::succeeded(r)) lowered_.insert(op);
-    return r;
-  }
-
-  template <typename OpT, typename... Args>
-  OpT Make(Args&&... args) {
-    OpT op = b_.create<OpT>(loc_, std::forward<Args>(args)...);
-    op->setAttr(kSourceOpAttr, b_.getI64IntegerAttr(source_op_));
-    return op;
-  }
-
-  Value Sbuf(int64_t partitions, llvm::ArrayRef<int64_t> free, mlir::Type element) {
-    return Make<AllocOp>(SbufTileType::get(b_.getContext(), partitions, free, element)).getResult();
-  }
-  Value Psum(int64_t partitions, llvm::ArrayRef<int64_t> free) {
-    return Make<AllocOp>(PsumTileType::get(b_.getContext(), partitions, free, b_.getF32Type())).getResult();
-  }
-
-  Value Load(const OperandAccess& a, const TileSpace& t, mlir::Type element) {
-    Value tile = Sbuf(t.partition.count, t.FreeShape(), element);
-    auto dma = Make<DmaCopyOp>(a.hbm.memref, tile);
-    SetWindow(dma, a, t);
-    return tile;
-  }
-  void Store(Value tile, const OperandAccess& a, const TileSpace& t) {
-    auto dma = Make<DmaCopyOp>(tile, a.hbm.memref);
-    SetWindow(dma, a, t);
-  }
-
-  static mlir::Type ElementOf(Value memref) { return memref.getType().cast<mlir::MemRefType>().getElementType(); }
-  // Element types of HBM buffers the NeuronCore reads: f32, bf16, bool (one byte); f64 only for
-  // scratch buffers and the runtime-scalar argument (the runtime passes those as f32).
-  static bool Supported(Value memref) {
-    const mlir::Type t = ElementOf(memref);
-    if (t.isF32() || t.isBF16() || t.isInteger(1)) return true;
-    if (!t.isF64()) return false;
-    auto type = memref.getType().cast<mlir::MemRefType>();
-    return memref.getDefiningOp<mlir::memref::AllocOp>() || (type.getRank() == 1 && type.isDynamicDim(0));
-  }
-
-  // ---- fill ----
-  LogicalResult LowerFill(mlir::linalg::FillOp fill) {
-    Value out = fill.getDpsInitOperand(0)->get();
-    std::optional<double> value = ConstantOf(fill.getDpsInputOperand(0)->get());
-    if (!value) return fill.emitOpError("fills with a value only known at run time (no trn lowering yet)");
-    auto type = out.getType().cast<mlir::MemRefType>();
-    if (!Supported(out)) return fill.emitOpError("element type has no trn lowering");
-    mlir::AffineMap id = mlir::AffineMap::getMultiDimIdentityMap(type.getRank(), b_.getContext());
-    std::string why;
-    auto acc = AccessOf(out, id, &why);
-    if (!acc) return fill.emitOpError(why);
-    for (const TileSpace& t : Tiles(type.getShape(), {})) {
-      Value tile = Sbuf(t.partition.count, t.FreeShape(), DeviceType(type.getElementType()));
-      Make<MemsetOp>(tile, b_.getF64FloatAttr(*value));
-      Store(tile, *acc, t);
-    }
+  b_.setInsertionPoint(op);
+  loc_ = op->getLoc();
+  source_op_ = SourceOp(op);
+  LogicalResult r = failure();
+  if (auto mm = mlir::dyn_cast<mlir::linalg::MatmulOp>(op)) {
+    r = LowerMatmul(op, /*batched=*/false);
+  } else if (mlir::isa<mlir::linalg::BatchMatmulOp>(op)) {
+    r = LowerMatmul(op, /*batched=*/true);
+  } else if (auto fill = mlir::dyn_cast<mlir::linalg::FillOp>(op)) {
+    r = LowerFill(fill);
+  } else if (auto g = mlir::dyn_cast<mlir::linalg::GenericOp>(op)) {
+    r = LowerGeneric(g);
+  } else if (op->getDialect() && op->getDialect()->getNamespace() == "trn") {
     return success();
+  } else {
+    return op->emitOpError("has no trn lowering");
   }
+  if (mlir::succeeded(r)) lowered_.insert(op);
+  return r;
+}
 
-  static std::optional<double> ConstantOf(Value v) {
-    auto c = v.getDefiningOp<mlir::arith::ConstantOp>();
-    if (!c) return std::nullopt;
-    if (auto f = c.getValue().dyn_cast<mlir::FloatAttr>()) return f.getValueAsDouble();
-    if (auto i = c.getValue().dyn_cast<mlir::IntegerAttr>()) {
-      return i.getType().isInteger(1) ? static_cast<double>(i.getValue().getBoolValue())
-                                      : static_cast<double>(i.getValue().getSExtValue());
-    }
-    return std::nullopt;
+Value Lowerer::Sbuf(int64_t partitions, llvm::ArrayRef<int64_t> free, mlir::Type element) {
+  return Make<AllocOp>(SbufTileType::get(b_.getContext(), partitions, free, element)).getResult();
+}
+Value Lowerer::Psum(int64_t partitions, llvm::ArrayRef<int64_t> free) {
+  return Make<AllocOp>(PsumTileType::get(b_.getContext(), partitions, free, b_.getF32Type())).getResult();
+}
+
+Value Lowerer::Load(const OperandAccess& a, const TileSpace& t, mlir::Type element) {
+  Value tile = Sbuf(t.partition.count, t.FreeShape(), element);
+  auto dma = Make<DmaCopyOp>(a.hbm.memref, tile);
+  SetWindow(dma, a, t);
+  return tile;
+}
+void Lowerer::Store(Value tile, const OperandAccess& a, const TileSpace& t) {
+  auto dma = Make<DmaCopyOp>(tile, a.hbm.memref);
+  SetWindow(dma, a, t);
+}
+
+mlir::Type Lowerer::ElementOf(Value memref) { return memref.getType().cast<mlir::MemRefType>().getElementType(); }
+// Element types of HBM buffers the NeuronCore reads: f32, bf16, bool (one byte); f64 only for
+// scratch buffers and the runtime-scalar argument (the runtime passes those as f32).
+bool Lowerer::Supported(Value memref) {
+  const mlir::Type t = ElementOf(memref);
+  if (t.isF32() || t.isBF16() || t.isInteger(1)) return true;
+  if (!t.isF64()) return false;
+  auto type = memref.getType().cast<mlir::MemRefType>();
+  return memref.getDefiningOp<mlir::memref::AllocOp>() || (type.getRank() == 1 && type.isDynamicDim(0));
+}
+
+// ---- fill ----
+LogicalResult Lowerer::LowerFill(mlir::linalg::FillOp fill) {
+  Value out = fill.getDpsInitOperand(0)->get();
+  std::optional<double> value = ConstantOf(fill.getDpsInputOperand(0)->get());
+  if (!value) return fill.emitOpError("fills with a value only known at run time (no trn lowering yet)");
+  auto type = out.getType().cast<mlir::MemRefType>();
+  if (!Supported(out)) return fill.emitOpError("element type has no trn lowering");
+  mlir::AffineMap id = mlir::AffineMap::getMultiDimIdentityMap(type.getRank(), b_.getContext());
+  std::string why;
+  auto acc = AccessOf(out, id, &why);
+  if (!acc) return fill.emitOpError(why);
+  for (const TileSpace& t : Tiles(type.getShape(), {})) {
+    Value tile = Sbuf(t.partition.count, t.FreeShape(), DeviceType(type.getElementType()));
+    Make<MemsetOp>(tile, b_.getF64FloatAttr(*value));
+    Store(tile, *acc, t);
   }
+  return success();
+}
 
-  // Tiles of an iteration space `ranges`; `reduce` marks dimensions that must stay whole in
-  // the free axes (reductions), every other dimension may be split.
-  std::vector<TileSpace> Tiles(llvm::ArrayRef<int64_t> ranges, llvm::ArrayRef<bool> reduce) {
-    const int rank = static_cast<int>(ranges.size());
-    auto is_reduce = [&](int d) { return d < static_cast<int>(reduce.size()) && reduce[d]; };
-    std::vector<TileSpace> tiles;
-    if (rank == 0) {
-      TileSpace t;
-      t.partition = {-1, 0, 1};
-      tiles.push_back(t);
-      return tiles;
-    }
-    // The partition dimension: the parallel one with the most rows (up to 128), preferring an
-    // outer one over the innermost (which stays a contiguous free axis), then the outermost.
-    int pdim = -1;
-    auto score = [&](int d) { return std::min<int64_t>(ranges[d], kMaxPartitions) * 2 + (d == rank - 1 ? 0 : 1); };
-    for (int d = 0; d < rank; ++d) {
-      if (!is_reduce(d) && (pdim < 0 || score(d) > score(pdim))) pdim = d;
-    }
-    const bool any_reduce = llvm::any_of(reduce, [](bool r) { return r; });
-    llvm::SmallVector<Axis> axes;  // free axes, outermost first, before chunking
-    int64_t p_count = 0, p_coeff = 1, split_q = 0;
-    if (pdim < 0) {  // a full reduction: one partition
-      p_count = 1;
-    } else if (ranges[pdim] > kMaxPartitions && rank == 1) {
-      // A 1-D space: fold it into [P, Q] with P the largest divisor <= 128.
-      int64_t p = kMaxPartitions;
-      while (ranges[0] % p != 0) --p;
-      p_count = p;
-      split_q = ranges[0] / p;
-      p_coeff = split_q;
-    } else {
-      p_count = std::min<int64_t>(ranges[pdim], kMaxPartitions);
-    }
-    if (split_q > 1) axes.push_back({0, 1, split_q});
-    for (int d = 0; d < rank; ++d) {
-      if (d != pdim && ranges[d] > 1) axes.push_back({d, 1, ranges[d]});
-    }
-    // Chunk free axes (outer ones first) so a tile holds at most kMaxFreeElements per partition.
-    // In a reduction, other parallel axes are iterated one index per tile (tensor_reduce reduces
-    // every free axis); chunks of a reduction axis are combined through the output.
-    llvm::SmallVector<int64_t> chunk(axes.size());
-    int64_t inner = 1;
-    for (int i = static_cast<int>(axes.size()) - 1; i >= 0; --i) {
-      if (any_reduce && !is_reduce(axes[i].dim)) {
-        chunk[i] = 1;
-      } else if (inner * axes[i].count <= kMaxFreeElements) {
-        chunk[i] = axes[i].count;
-      } else {
-        chunk[i] = std::max<int64_t>(1, kMaxFreeElements / inner);
-      }
-      inner *= chunk[i];
-    }
-    // Enumerate: partition chunks x free-axis chunks.
-    const int64_t p_total = pdim < 0 ? 1 : (split_q > 1 ? p_count : ranges[pdim]);
-    std::vector<int64_t> pos(axes.size(), 0);
-    for (int64_t p0 = 0; p0 < p_total; p0 += p_count) {
-      std::fill(pos.begin(), pos.end(), 0);
-      while (true) {
-        TileSpace t;
-        t.base.assign(rank, 0);
-        if (pdim >= 0) {
-          t.partition = {pdim, p_coeff, std::min(p_count, p_total - p0)};
-          t.base[pdim] += p0 * p_coeff;
-        } else {
-          t.partition = {-1, 0, 1};
-        }
-        for (size_t i = 0; i < axes.size(); ++i) {
-          t.base[axes[i].dim] += pos[i] * axes[i].coeff;
-          const int64_t n = std::min(chunk[i], axes[i].count - pos[i]);
-          if (n > 1) t.free.push_back({axes[i].dim, axes[i].coeff, n});
-        }
-        tiles.push_back(t);
-        int i = static_cast<int>(axes.size()) - 1;
-        for (; i >= 0; --i) {
-          pos[i] += chunk[i];
-          if (pos[i] < axes[i].count) break;
-          pos[i] = 0;
-        }
-        if (i < 0) break;
-      }
-    }
+std::optional<double> Lowerer::ConstantOf(Value v) {
+  auto c = v.getDefiningOp<mlir::arith::ConstantOp>();
+  if (!c) return std::nullopt;
+  if (auto f = c.getValue().dyn_cast<mlir::FloatAttr>()) return f.getValueAsDouble();
+  if (auto i = c.getValue().dyn_cast<mlir::IntegerAttr>()) {
+    return i.getType().isInteger(1) ? static_cast<double>(i.getValue().getBoolValue())
+                                    : static_cast<double>(i.getValue().getSExtValue());
+  }
+  return std::nullopt;
+}
+
+// Tiles of an iteration space `ranges`; `reduce` marks dimensions that must stay whole in
+// the free axes (reductions), every other dimension may be split.
+std::vector<TileSpace> Lowerer::Tiles(llvm::ArrayRef<int64_t> ranges, llvm::ArrayRef<bool> reduce) {
+  const int rank = static_cast<int>(ranges.size());
+  auto is_reduce = [&](int d) { return d < static_cast<int>(reduce.size()) && reduce[d]; };
+  std::vector<TileSpace> tiles;
+  if (rank == 0) {
+    TileSpace t;
+    t.partition = {-1, 0, 1};
+    tiles.push_back(t);
     return tiles;
   }
+  // The partition dimension: the parallel one with the most rows (up to 128), preferring an
+  // outer one over the innermost (which stays a contiguous free axis), then the outermost.
+  int pdim = -1;
+  auto score = [&](int d) { return std::min<int64_t>(ranges[d], kMaxPartitions) * 2 + (d == rank - 1 ? 0 : 1); };
+  for (int d = 0; d < rank; ++d) {
+    if (!is_reduce(d) && (pdim < 0 || score(d) > score(pdim))) pdim = d;
+  }
+  const bool any_reduce = llvm::any_of(reduce, [](bool r) { return r; });
+  llvm::SmallVector<Axis> axes;  // free axes, outermost first, before chunking
+  int64_t p_count = 0, p_coeff = 1, split_q = 0;
+  if (pdim < 0) {  // a full reduction: one partition
+    p_count = 1;
+  } else if (ranges[pdim] > kMaxPartitions && rank == 1) {
+    // A 1-D space: fold it into [P, Q] with P the largest divisor <= 128.
+    int64_t p = kMaxPartitions;
+    while (ranges[0] % p != 0) --p;
+    p_count = p;
+    split_q = ranges[0] / p;
+    p_coeff = split_q;
+  } else {
+    p_count = std::min<int64_t>(ranges[pdim], kMaxPartitions);
+  }
+  if (split_q > 1) axes.push_back({0, 1, split_q});
+  for (int d = 0; d < rank; ++d) {
+    if (d != pdim && ranges[d] > 1) axes.push_back({d, 1, ranges[d]});
+  }
+  // Chunk free axes (outer ones first) so a tile holds at most kMaxFreeElements per partition.
+  // In a reduction, other parallel axes are iterated one index per tile (tensor_reduce reduces
+  // every free axis); chunks of a reduction axis are combined through the output.
+  llvm::SmallVector<int64_t> chunk(axes.size());
+  int64_t inner = 1;
+  for (int i = static_cast<int>(axes.size()) - 1; i >= 0; --i) {
+    if (any_reduce && !is_reduce(axes[i].dim)) {
+      chunk[i] = 1;
+    } else if (inner * axes[i].count <= kMaxFreeElements) {
+      chunk[i] = axes[i].count;
+    } else {
+      chunk[i] = std::max<int64_t>(1, kMaxFreeElements / inner);
+    }
+    inner *= chunk[i];
+  }
+  // Enumerate: partition chunks x free-axis chunks.
+  const int64_t p_total = pdim < 0 ? 1 : (split_q > 1 ? p_count : ranges[pdim]);
+  std::vector<int64_t> pos(axes.size(), 0);
+  for (int64_t p0 = 0; p0 < p_total; p0 += p_count) {
+    std::fill(pos.begin(), pos.end(), 0);
+    while (true) {
+      TileSpace t;
+      t.base.assign(rank, 0);
+      if (pdim >= 0) {
+        t.partition = {pdim, p_coeff, std::min(p_count, p_total - p0)};
+        t.base[pdim] += p0 * p_coeff;
+      } else {
+        t.partition = {-1, 0, 1};
+      }
+      for (size_t i = 0; i < axes.size(); ++i) {
+        t.base[axes[i].dim] += pos[i] * axes[i].coeff;
+        const int64_t n = std::min(chunk[i], axes[i].count - pos[i]);
+        if (n > 1) t.free.push_back({axes[i].dim, axes[i].coeff, n});
+      }
+      tiles.push_back(t);
+      int i = static_cast<int>(axes.size()) - 1;
+      for (; i >= 0; --i) {
+        pos[i] += chunk[i];
+        if (pos[i] < axes[i].count) break;
+        pos[i] = 0;
+      }
+      if (i < 0) break;
+    }
+  }
+  return tiles;
+}
 
-  // ---- elementwise and reducing generics ----
+// ---- elementwise and reducing generics ----
 
-  // A body value on a tile: a full tile, a column (one value per partition: a [P, 1] tile, e.g.
-  // a runtime scalar), or a compile-time constant.
-  enum class Kind { kConst = 0, kColumn = 1, kTile = 2 };
-  struct Val {
-    Value tile;  // kTile or kColumn
-    std::optional<double> constant;
-    bool column = false;
-    Kind kind() const { return !tile ? Kind::kConst : column ? Kind::kColumn : Kind::kTile; }
-    static Val Const(double c) { return Val{Value(), c, false}; }
-    static Val Tile(Value t) { return Val{t, std::nullopt, false}; }
-    static Val Column(Value t) { return Val{t, std::nullopt, true}; }
+// The element type a tile of memref element type `t` holds (the NeuronCore has no f64).
+mlir::Type Lowerer::DeviceType(mlir::Type t) { return t.isF64() ? mlir::Float32Type::get(t.getContext()) : t; }
+
+LogicalResult Lowerer::LowerGeneric(mlir::linalg::GenericOp g) {
+  if (!g.hasBufferSemantics()) return g.emitOpError("must be bufferized before trn-lower-linalg");
+  if (g.getLibraryCallAttr()) {
+    return g.emitOpError("is a runtime call (") << g.getLibraryCallAttr().getValue()
+                                                << ": an ATen kernel), which has no trn lowering";
+  }
+  llvm::SmallVector<int64_t> ranges = g.getStaticLoopRanges();
+  if (llvm::any_of(ranges, [](int64_t r) { return mlir::ShapedType::isDynamic(r); })) {
+    return g.emitOpError("has dynamic loop ranges");
+  }
+  if (llvm::any_of(ranges, [](int64_t r) { return r == 0; })) return success();  // nothing to do
+  auto iters = g.getIteratorTypesArray();
+  llvm::SmallVector<bool> reduce;
+  bool any_reduce = false;
+  for (auto it : iters) {
+    reduce.push_back(it == mlir::utils::IteratorType::reduction);
+    any_reduce |= reduce.back();
+  }
+  auto maps = g.getIndexingMapsArray();
+  const unsigned n_in = g.getNumDpsInputs();
+  std::vector<OperandAccess> access;
+  for (mlir::OpOperand& operand : g->getOpOperands()) {
+    std::string why;
+    if (!Supported(operand.get())) {
+      return g.emitOpError("operand ") << operand.getOperandNumber() << " has element type " << ElementOf(operand.get())
+                                       << ", which has no trn lowering";
+    }
+    auto a = AccessOf(operand.get(), maps[operand.getOperandNumber()], &why);
+    if (!a) return g.emitOpError("operand ") << operand.getOperandNumber() << ": " << why;
+    access.push_back(*a);
+  }
+  mlir::Block& body = g.getRegion().front();
+  auto yield = mlir::cast<mlir::linalg::YieldOp>(body.getTerminator());
+  // A reduction must be `yield combine(f(inputs), acc)` for every output.
+  llvm::SmallVector<std::string> combine(g.getNumDpsInits());
+  llvm::SmallVector<Value> reduced(g.getNumDpsInits());
+  llvm::SmallPtrSet<mlir::Operation*, 4> combiners;
+  if (any_reduce) {
+    for (unsigned o = 0; o < g.getNumDpsInits(); ++o) {
+      Value acc = body.getArgument(n_in + o);
+      std::string op;
+      Value x;
+      if (!MatchCombine(yield.getOperand(o), acc, &op, &x, &combiners)) {
+        return g.emitOpError("reduction body is not `combine(f(inputs), accumulator)` with add, max or min");
+      }
+      combine[o] = op;
+      reduced[o] = x;
+    }
+  }
+  // The operand tiles of tile i + 1 are loaded before tile i is computed and stored: the DMA
+  // queue runs in order, so this keeps the next loads from waiting behind this tile's store
+  // (software pipelining; trn-allocate gives the two tiles different addresses).
+  auto load_operands = [&](const TileSpace& t) {
+    llvm::DenseMap<Value, Val> vals;
+    for (unsigned i = 0; i < n_in; ++i) {
+      if (body.getArgument(i).use_empty()) continue;
+      vals[body.getArgument(i)] = Val::Tile(Load(access[i], t, DeviceType(ElementOf(g->getOperand(i)))));
+    }
+    for (unsigned o = 0; o < g.getNumDpsInits(); ++o) {
+      Value arg = body.getArgument(n_in + o);
+      if (!any_reduce && !arg.use_empty()) {
+        vals[arg] = Val::Tile(Load(access[n_in + o], t, DeviceType(ElementOf(g->getOperand(n_in + o)))));
+      }
+    }
+    return vals;
   };
-
-  // The element type a tile of memref element type `t` holds (the NeuronCore has no f64).
-  static mlir::Type DeviceType(mlir::Type t) { return t.isF64() ? mlir::Float32Type::get(t.getContext()) : t; }
-
-  LogicalResult LowerGeneric(mlir::linalg::GenericOp g) {
-    if (!g.hasBufferSemantics()) return g.emitOpError("must be bufferized before trn-lower-linalg");
-    if (g.getLibraryCallAttr()) {
-      return g.emitOpError("is a runtime call (") << g.getLibraryCallAttr().getValue()
-                                                  << ": an ATen kernel), which has no trn lowering";
-    }
-    llvm::SmallVector<int64_t> ranges = g.getStaticLoopRanges();
-    if (llvm::any_of(ranges, [](int64_t r) { return mlir::ShapedType::isDynamic(r); })) {
-      return g.emitOpError("has dynamic loop ranges");
-    }
-    if (llvm::any_of(ranges, [](int64_t r) { return r == 0; })) return success();  // nothing to do
-    auto iters = g.getIteratorTypesArray();
-    llvm::SmallVector<bool> reduce;
-    bool any_reduce = false;
-    for (auto it : iters) {
-      reduce.push_back(it == mlir::utils::IteratorType::reduction);
-      any_reduce |= reduce.back();
-    }
-    auto maps = g.getIndexingMapsArray();
-    const unsigned n_in = g.getNumDpsInputs();
-    std::vector<OperandAccess> access;
-    for (mlir::OpOperand& operand : g->getOpOperands()) {
-      std::string why;
-      if (!Supported(operand.get())) {
-        return g.emitOpError("operand ") << operand.getOperandNumber() << " has element type " << ElementOf(operand.get())
-                                         << ", which has no trn lowering";
-      }
-      auto a = AccessOf(operand.get(), maps[operand.getOperandNumber()], &why);
-      if (!a) return g.emitOpError("operand ") << operand.getOperandNumber() << ": " << why;
-      access.push_back(*a);
-    }
-    mlir::Block& body = g.getRegion().front();
-    auto yield = mlir::cast<mlir::linalg::YieldOp>(body.getTerminator());
-    // A reduction must be `yield combine(f(inputs), acc)` for every output.
-    llvm::SmallVector<std::string> combine(g.getNumDpsInits());
-    llvm::SmallVector<Value> reduced(g.getNumDpsInits());
-    llvm::SmallPtrSet<mlir::Operation*, 4> combiners;
+  const std::vector<TileSpace> tiles = Tiles(ranges, reduce);
+  llvm::DenseMap<Value, Val> next = load_operands(tiles.front());
+  for (size_t ti = 0; ti < tiles.size(); ++ti) {
+    const TileSpace& t = tiles[ti];
+    llvm::DenseMap<Value, Val> vals = std::move(next);
+    if (ti + 1 < tiles.size()) next = load_operands(tiles[ti + 1]);
+    TileSpace out_tile = t;  // for reductions: the output window drops the reduced axes
     if (any_reduce) {
-      for (unsigned o = 0; o < g.getNumDpsInits(); ++o) {
-        Value acc = body.getArgument(n_in + o);
-        std::string op;
-        Value x;
-        if (!MatchCombine(yield.getOperand(o), acc, &op, &x, &combiners)) {
-          return g.emitOpError("reduction body is not `combine(f(inputs), accumulator)` with add, max or min");
-        }
-        combine[o] = op;
-        reduced[o] = x;
+      out_tile.free.clear();
+      for (int d = 0; d < static_cast<int>(ranges.size()); ++d) {
+        if (reduce[d]) out_tile.base[d] = 0;
       }
     }
-    // The operand tiles of tile i + 1 are loaded before tile i is computed and stored: the DMA
-    // queue runs in order, so this keeps the next loads from waiting behind this tile's store
-    // (software pipelining; trn-allocate gives the two tiles different addresses).
-    auto load_operands = [&](const TileSpace& t) {
-      llvm::DenseMap<Value, Val> vals;
-      for (unsigned i = 0; i < n_in; ++i) {
-        if (body.getArgument(i).use_empty()) continue;
-        vals[body.getArgument(i)] = Val::Tile(Load(access[i], t, DeviceType(ElementOf(g->getOperand(i)))));
-      }
-      for (unsigned o = 0; o < g.getNumDpsInits(); ++o) {
-        Value arg = body.getArgument(n_in + o);
-        if (!any_reduce && !arg.use_empty()) {
-          vals[arg] = Val::Tile(Load(access[n_in + o], t, DeviceType(ElementOf(g->getOperand(n_in + o)))));
-        }
-      }
-      return vals;
-    };
-    const std::vector<TileSpace> tiles = Tiles(ranges, reduce);
-    llvm::DenseMap<Value, Val> next = load_operands(tiles.front());
-    for (size_t ti = 0; ti < tiles.size(); ++ti) {
-      const TileSpace& t = tiles[ti];
-      llvm::DenseMap<Value, Val> vals = std::move(next);
-      if (ti + 1 < tiles.size()) next = load_operands(tiles[ti + 1]);
-      TileSpace out_tile = t;  // for reductions: the output window drops the reduced axes
+    for (mlir::Operation& op : body.without_terminator()) {
+      if (combiners.count(&op)) continue;
+      if (mlir::failed(LowerBodyOp(op, t, vals))) return failure();
+    }
+    for (unsigned o = 0; o < g.getNumDpsInits(); ++o) {
+      const mlir::Type out_type = DeviceType(ElementOf(g->getOperand(n_in + o)));
+      Value v = any_reduce ? reduced[o] : yield.getOperand(o);
+      std::optional<Val> r = Get(v, t, vals);
+      if (!r) return g.emitOpError("yields a value the lowering did not produce");
       if (any_reduce) {
-        out_tile.free.clear();
-        for (int d = 0; d < static_cast<int>(ranges.size()); ++d) {
-          if (reduce[d]) out_tile.base[d] = 0;
-        }
+        Value x = Materialize(*r, t, Kind::kTile);
+        Value part = Sbuf(t.partition.count, {1}, b_.getF32Type());
+        Make<TensorReduceOp>(x, part, b_.getStringAttr(combine[o]));
+        Value init = Load(access[n_in + o], out_tile, out_type);
+        Value sum = Sbuf(t.partition.count, {1}, out_type);
+        Make<TensorTensorOp>(part, init, sum, b_.getStringAttr(combine[o]));
+        Store(sum, access[n_in + o], out_tile);
+        continue;
       }
-      for (mlir::Operation& op : body.without_terminator()) {
-        if (combiners.count(&op)) continue;
-        if (mlir::failed(LowerBodyOp(op, t, vals))) return failure();
+      Value tile = Materialize(*r, t, Kind::kTile);
+      if (TileElement(tile) != out_type) {
+        Value cast = Sbuf(t.partition.count, t.FreeShape(), out_type);
+        Make<TensorCopyOp>(tile, cast);
+        tile = cast;
       }
-      for (unsigned o = 0; o < g.getNumDpsInits(); ++o) {
-        const mlir::Type out_type = DeviceType(ElementOf(g->getOperand(n_in + o)));
-        Value v = any_reduce ? reduced[o] : yield.getOperand(o);
-        std::optional<Val> r = Get(v, t, vals);
-        if (!r) return g.emitOpError("yields a value the lowering did not produce");
-        if (any_reduce) {
-          Value x = Materialize(*r, t, Kind::kTile);
-          Value part = Sbuf(t.partition.count, {1}, b_.getF32Type());
-          Make<TensorReduceOp>(x, part, b_.getStringAttr(combine[o]));
-          Value init = Load(access[n_in + o], out_tile, out_type);
-          Value sum = Sbuf(t.partition.count, {1}, out_type);
-          Make<TensorTensorOp>(part, init, sum, b_.getStringAttr(combine[o]));
-          Store(sum, access[n_in + o], out_tile);
-          continue;
-        }
-        Value tile = Materialize(*r, t, Kind::kTile);
-        if (TileElement(tile) != out_type) {
-          Value cast = Sbuf(t.partition.count, t.FreeShape(), out_type);
-          Make<TensorCopyOp>(tile, cast);
-          tile = cast;
-        }
-        Store(tile, access[n_in + o], t);
-      }
+      Store(tile, access[n_in + o], t);
     }
-    return success();
   }
+  return success();
+}
 
-  // yield value == combine(x, acc) with combine add/max/min, possibly spelled as torch's
-  // NaN-propagating max: select(cmpf(uno, acc, acc), acc, select(cmpf(ogt, acc, x), acc, x)).
-  bool MatchCombine(Value y, Value acc, std::string* op, Value* x, llvm::SmallPtrSet<mlir::Operation*, 4>* ops) {
-    mlir::Operation* def = y.getDefiningOp();
-    if (!def) return false;
-    auto other = [&](mlir::Operation* d) -> Value {
-      if (d->getNumOperands() != 2) return Value();
-      if (d->getOperand(0) == acc) return d->getOperand(1);
-      if (d->getOperand(1) == acc) return d->getOperand(0);
-      return Value();
-    };
-    if (mlir::isa<mlir::arith::AddFOp, mlir::arith::MaxFOp, mlir::arith::MinFOp>(def)) {
-      *op = mlir::isa<mlir::arith::AddFOp>(def) ? "add" : mlir::isa<mlir::arith::MaxFOp>(def) ? "maximum" : "minimum";
-      *x = other(def);
-      ops->insert(def);
-      return static_cast<bool>(*x);
+// yield value == combine(x, acc) with combine add/max/min, possibly spelled as torch's
+// NaN-propagating max: select(cmpf(uno, acc, acc), acc, select(cmpf(ogt, acc, x), acc, x)).
+bool Lowerer::MatchCombine(Value y, Value acc, std::string* op, Value* x, llvm::SmallPtrSet<mlir::Operation*, 4>* ops) {
+  mlir::Operation* def = y.getDefiningOp();
+  if (!def) return false;
+  auto other = [&](mlir::Operation* d) -> Value {
+    if (d->getNumOperands() != 2) return Value();
+    if (d->getOperand(0) == acc) return d->getOperand(1);
+    if (d->getOperand(1) == acc) return d->getOperand(0);
+    return Value();
+  };
+  if (mlir::isa<mlir::arith::AddFOp, mlir::arith::MaxFOp, mlir::arith::MinFOp>(def)) {
+    *op = mlir::isa<mlir::arith::AddFOp>(def) ? "add" : mlir::isa<mlir::arith::MaxFOp>(def) ? "maximum" : "minimum";
+    *x = other(def);
+    ops->insert(def);
+    return static_cast<bool>(*x);
+  }
+  // select(isnan(acc), acc, inner) -> inner (the max/min instruction's own NaN behaviour).
+  if (auto sel = mlir::dyn_cast<mlir::arith::SelectOp>(def)) {
+    auto cmp = sel.getCondition().getDefiningOp<mlir::arith::CmpFOp>();
+    if (cmp && cmp.getPredicate() == mlir::arith::CmpFPredicate::UNO && cmp.getLhs() == acc && cmp.getRhs() == acc &&
+        sel.getTrueValue() == acc) {
+      ops->insert(sel);
+      ops->insert(cmp);
+      return MatchCombine(sel.getFalseValue(), acc, op, x, ops);
     }
-    // select(isnan(acc), acc, inner) -> inner (the max/min instruction's own NaN behaviour).
-    if (auto sel = mlir::dyn_cast<mlir::arith::SelectOp>(def)) {
-      auto cmp = sel.getCondition().getDefiningOp<mlir::arith::CmpFOp>();
-      if (cmp && cmp.getPredicate() == mlir::arith::CmpFPredicate::UNO && cmp.getLhs() == acc && cmp.getRhs() == acc &&
-          sel.getTrueValue() == acc) {
-        ops->insert(sel);
-        ops->insert(cmp);
-        return MatchCombine(sel.getFalseValue(), acc, op, x, ops);
-      }
-      // select(cmpf(ogt|olt, acc, x), acc, x): max / min.
-      if (cmp && sel.getTrueValue() == acc && cmp.getLhs() == acc && cmp.getRhs() == sel.getFalseValue()) {
-        const auto p = cmp.getPredicate();
-        using P = mlir::arith::CmpFPredicate;
-        if (p == P::OGT || p == P::OGE || p == P::UGT || p == P::UGE) *op = "maximum";
-        else if (p == P::OLT || p == P::OLE || p == P::ULT || p == P::ULE) *op = "minimum";
-        else return false;
-        *x = sel.getFalseValue();
-        ops->insert(sel);
-        ops->insert(cmp);
-        return true;
-      }
+    // select(cmpf(ogt|olt, acc, x), acc, x): max / min.
+    if (cmp && sel.getTrueValue() == acc && cmp.getLhs() == acc && cmp.getRhs() == sel.getFalseValue()) {
+      const auto p = cmp.getPredicate();
+      using P = mlir::arith::CmpFPredicate;
+      if (p == P::OGT || p == P::OGE || p == P::UGT || p == P::UGE) *op = "maximum";
+      else if (p == P::OLT || p == P::OLE || p == P::ULT || p == P::ULE) *op = "minimum";
+      else return false;
+      *x = sel.getFalseValue();
+      ops->insert(sel);
+      ops->insert(cmp);
+      return true;
     }
-    return false;
   }
+  return false;
+}
 
-  static mlir::Type TileElement(Value tile) {
-    if (auto s = tile.getType().dyn_cast<SbufTileType>()) return s.getElementType();
-    return tile.getType().cast<PsumTileType>().getElementType();
-  }
+mlir::Type Lowerer::TileElement(Value tile) {
+  if (auto s = tile.getType().dyn_cast<SbufTileType>()) return s.getElementType();
+  return tile.getType().cast<PsumTileType>().getElementType();
+}
 
-  // A new tile of `kind` (a full tile or a column) and element type `element` (f32 by default).
-  Value NewTile(const TileSpace& t, Kind kind, mlir::Type element = {}) {
-    if (!element) element = b_.getF32Type();
-    if (kind == Kind::kColumn) return Sbuf(t.partition.count, {1}, element);
-    return Sbuf(t.partition.count, t.FreeShape(), element);
-  }
+// A new tile of `kind` (a full tile or a column) and element type `element` (f32 by default).
+Value Lowerer::NewTile(const TileSpace& t, Kind kind, mlir::Type element) {
+  if (!element) element = b_.getF32Type();
+  if (kind == Kind::kColumn) return Sbuf(t.partition.count, {1}, element);
+  return Sbuf(t.partition.count, t.FreeShape(), element);
+}
 
-  // `v` as a tile of `kind` (a constant is memset, a column broadcast along the free axes).
-  Value Materialize(const Val& v, const TileSpace& t, Kind kind) {
-    if (v.kind() == kind || (v.kind() == Kind::kTile)) return v.tile;
-    Value tile = NewTile(t, kind);
-    if (v.kind() == Kind::kConst) {
-      Make<MemsetOp>(tile, b_.getF64FloatAttr(*v.constant));
-      return tile;
-    }
-    Value zero = NewTile(t, kind);
-    Make<MemsetOp>(zero, b_.getF64FloatAttr(0.0));
-    Make<TensorScalarOp>(zero, tile, b_.getStringAttr("add"), mlir::FloatAttr(), v.tile);
+// `v` as a tile of `kind` (a constant is memset, a column broadcast along the free axes).
+Value Lowerer::Materialize(const Val& v, const TileSpace& t, Kind kind) {
+  if (v.kind() == kind || (v.kind() == Kind::kTile)) return v.tile;
+  Value tile = NewTile(t, kind);
+  if (v.kind() == Kind::kConst) {
+    Make<MemsetOp>(tile, b_.getF64FloatAttr(*v.constant));
     return tile;
   }
+  Value zero = NewTile(t, kind);
+  Make<MemsetOp>(zero, b_.getF64FloatAttr(0.0));
+  Make<TensorScalarOp>(zero, tile, b_.getStringAttr("add"), mlir::FloatAttr(), v.tile);
+  return tile;
+}
 
-  static bool IsPredicate(const std::string& op) {
-    return op.rfind("is_", 0) == 0 || op == "not_equal" || op == "logical_and" || op == "logical_or";
-  }
-  static bool ScalarForm(const std::string& op) {  // ops tensor_scalar takes
-    return op != "not_equal" && op != "logical_and" && op != "logical_or";
-  }
+bool Lowerer::IsPredicate(const std::string& op) {
+  return op.rfind("is_", 0) == 0 || op == "not_equal" || op == "logical_and" || op == "logical_or";
+}
+bool Lowerer::ScalarForm(const std::string& op) {  // ops tensor_scalar takes
+  return op != "not_equal" && op != "logical_and" && op != "logical_or";
+}
 
-  // x <op> s, with s a constant or a column; x a tile or a column.
-  Value ScalarOp(const Val& x, const std::string& op, const Val& s, const TileSpace& t) {
-    const Kind kind = x.kind();
-    Value dst = NewTile(t, kind, IsPredicate(op) ? b_.getI1Type() : mlir::Type());
-    if (s.kind() == Kind::kConst) {
-      Make<TensorScalarOp>(x.tile, dst, b_.getStringAttr(op), b_.getF32FloatAttr(static_cast<float>(*s.constant)), Value());
-    } else {
-      Make<TensorScalarOp>(x.tile, dst, b_.getStringAttr(op), mlir::FloatAttr(), s.tile);
-    }
-    return dst;
+// x <op> s, with s a constant or a column; x a tile or a column.
+Value Lowerer::ScalarOp(const Val& x, const std::string& op, const Val& s, const TileSpace& t) {
+  const Kind kind = x.kind();
+  Value dst = NewTile(t, kind, IsPredicate(op) ? b_.getI1Type() : mlir::Type());
+  if (s.kind() == Kind::kConst) {
+    Make<TensorScalarOp>(x.tile, dst, b_.getStringAttr(op), b_.getF32FloatAttr(static_cast<float>(*s.constant)), Value());
+  } else {
+    Make<TensorScalarOp>(x.tile, dst, b_.getStringAttr(op), mlir::FloatAttr(), s.tile);
   }
-  Value TensorOp(Value lhs, Value rhs, const std::string& op, const TileSpace& t, Kind kind) {
-    Value dst = NewTile(t, kind, IsPredicate(op) ? b_.getI1Type() : mlir::Type());
-    Make<TensorTensorOp>(lhs, rhs, dst, b_.getStringAttr(op));
-    return dst;
-  }
-  Value Act(const Val& x, const std::string& func, const TileSpace& t) {
-    Value dst = NewTile(t, x.kind());
-    Make<ActivationOp>(x.tile, dst, b_.getStringAttr(func), b_.getF32FloatAttr(1.0f), Value());
-    return dst;
-  }
-  Val Wrap(Value tile, Kind kind) { return kind == Kind::kColumn ? Val::Column(tile) : Val::Tile(tile); }
+  return dst;
+}
+Value Lowerer::TensorOp(Value lhs, Value rhs, const std::string& op, const TileSpace& t, Kind kind) {
+  Value dst = NewTile(t, kind, IsPredicate(op) ? b_.getI1Type() : mlir::Type());
+  Make<TensorTensorOp>(lhs, rhs, dst, b_.getStringAttr(op));
+  return dst;
+}
+Value Lowerer::Act(const Val& x, const std::string& func, const TileSpace& t) {
+  Value dst = NewTile(t, x.kind());
+  Make<ActivationOp>(x.tile, dst, b_.getStringAttr(func), b_.getF32FloatAttr(1.0f), Value());
+  return dst;
+}
+Lowerer::Val Lowerer::Wrap(Value tile, Kind kind) { return kind == Kind::kColumn ? Val::Column(tile) : Val::Tile(tile); }
 
-  static double Fold(const std::string& op, double a, double b) {
-    if (op == "add") return a + b;
-    if (op == "subtract") return a - b;
-    if (op == "multiply") return a * b;
-    if (op == "divide") return a / b;
-    if (op == "maximum") return std::max(a, b);
-    if (op == "minimum") return std::min(a, b);
-    if (op == "is_equal") return a == b;
-    if (op == "not_equal") return a != b;
-    if (op == "is_ge") return a >= b;
-    if (op == "is_gt") return a > b;
-    if (op == "is_le") return a <= b;
-    if (op == "is_lt") return a < b;
-    if (op == "logical_and") return (a != 0) && (b != 0);
-    if (op == "logical_or") return (a != 0) || (b != 0);
-    return std::pow(a, b);
+double Lowerer::Fold(const std::string& op, double a, double b) {
+  if (op == "add") return a + b;
+  if (op == "subtract") return a - b;
+  if (op == "multiply") return a * b;
+  if (op == "divide") return a / b;
+  if (op == "maximum") return std::max(a, b);
+  if (op == "minimum") return std::min(a, b);
+  if (op == "is_equal") return a == b;
+  if (op == "not_equal") return a != b;
+  if (op == "is_ge") return a >= b;
+  if (op == "is_gt") return a > b;
+  if (op == "is_le") return a <= b;
+  if (op == "is_lt") return a < b;
+  if (op == "logical_and") return (a != 0) && (b != 0);
+  if (op == "logical_or") return (a != 0) || (b != 0);
+  return std::pow(a, b);
+}
+
+// l <op> r on constants, columns and tiles. `swapped` is the op with its operands exchanged
+// (empty: not expressible that way).
+Lowerer::Val Lowerer::Binary(const std::string& op, const std::string& swapped, const Val& l, const Val& r, const TileSpace& t) {
+  if (l.kind() == Kind::kConst && r.kind() == Kind::kConst) return Val::Const(Fold(op, *l.constant, *r.constant));
+  if (l.kind() < r.kind() && !swapped.empty()) return Binary(swapped, op, r, l, t);
+  if (l.kind() >= r.kind()) {
+    const Kind kind = l.kind();
+    if (r.kind() != kind && ScalarForm(op)) return Wrap(ScalarOp(l, op, r, t), kind);
+    return Wrap(TensorOp(l.tile, Materialize(r, t, kind), op, t, kind), kind);
   }
-
-  // l <op> r on constants, columns and tiles. `swapped` is the op with its operands exchanged
-  // (empty: not expressible that way).
-  Val Binary(const std::string& op, const std::string& swapped, const Val& l, const Val& r, const TileSpace& t) {
-    if (l.kind() == Kind::kConst && r.kind() == Kind::kConst) return Val::Const(Fold(op, *l.constant, *r.constant));
-    if (l.kind() < r.kind() && !swapped.empty()) return Binary(swapped, op, r, l, t);
-    if (l.kind() >= r.kind()) {
-      const Kind kind = l.kind();
-      if (r.kind() != kind && ScalarForm(op)) return Wrap(ScalarOp(l, op, r, t), kind);
-      return Wrap(TensorOp(l.tile, Materialize(r, t, kind), op, t, kind), kind);
-    }
-    const Kind kind = r.kind();  // l is a constant or column, r larger, no swapped form
-    if (op == "subtract") {      // l - r = (r * -1) + l
-      return Wrap(ScalarOp(Wrap(ScalarOp(r, "multiply", Val::Const(-1.0), t), kind), "add", l, t), kind);
-    }
-    if (op == "divide") {  // l / r = reciprocal(r) * l
-      return Wrap(ScalarOp(Wrap(Act(r, "reciprocal", t), kind), "multiply", l, t), kind);
-    }
-    return Wrap(TensorOp(Materialize(l, t, kind), r.tile, op, t, kind), kind);
+  const Kind kind = r.kind();  // l is a constant or column, r larger, no swapped form
+  if (op == "subtract") {      // l - r = (r * -1) + l
+    return Wrap(ScalarOp(Wrap(ScalarOp(r, "multiply", Val::Const(-1.0), t), kind), "add", l, t), kind);
   }
-
-  // A comparison, exact for NaN: ordered predicates are false and unordered ones true when an
-  // operand is NaN (VectorE's comparisons are ordered, not_equal is unordered).
-  Val Compare(mlir::arith::CmpFPredicate p, const Val& a, const Val& b, const TileSpace& t) {
-    using P = mlir::arith::CmpFPredicate;
-    auto uno = [&]() {
-      const Val na = Binary("not_equal", "not_equal", a, a, t);
-      if (a.tile == b.tile && a.constant == b.constant) return na;
-      return Binary("logical_or", "logical_or", na, Binary("not_equal", "not_equal", b, b, t), t);
-    };
-    auto ordered = [&](P q) -> Val {
-      switch (q) {
-        case P::OEQ: return Binary("is_equal", "is_equal", a, b, t);
-        case P::OGT: return Binary("is_gt", "is_lt", a, b, t);
-        case P::OGE: return Binary("is_ge", "is_le", a, b, t);
-        case P::OLT: return Binary("is_lt", "is_gt", a, b, t);
-        case P::OLE: return Binary("is_le", "is_ge", a, b, t);
-        default: return Binary("logical_or", "logical_or", Binary("is_lt", "is_gt", a, b, t), Binary("is_gt", "is_lt", a, b, t), t);  // ONE
-      }
-    };
-    switch (p) {
-      case P::AlwaysFalse: return Val::Const(0);
-      case P::AlwaysTrue: return Val::Const(1);
-      case P::OEQ: case P::OGT: case P::OGE: case P::OLT: case P::OLE: case P::ONE: return ordered(p);
-      case P::UNE: return Binary("not_equal", "not_equal", a, b, t);
-      case P::UNO: return uno();
-      case P::ORD: return Binary("logical_and", "logical_and", Binary("is_equal", "is_equal", a, a, t), Binary("is_equal", "is_equal", b, b, t), t);
-      case P::UEQ: return Binary("logical_or", "logical_or", ordered(P::OEQ), uno(), t);
-      case P::UGT: return Binary("logical_or", "logical_or", ordered(P::OGT), uno(), t);
-      case P::UGE: return Binary("logical_or", "logical_or", ordered(P::OGE), uno(), t);
-      case P::ULT: return Binary("logical_or", "logical_or", ordered(P::OLT), uno(), t);
-      case P::ULE: return Binary("logical_or", "logical_or", ordered(P::OLE), uno(), t);
-    }
-    return Val::Const(0);
+  if (op == "divide") {  // l / r = reciprocal(r) * l
+    return Wrap(ScalarOp(Wrap(Act(r, "reciprocal", t), kind), "multiply", l, t), kind);
   }
+  return Wrap(TensorOp(Materialize(l, t, kind), r.tile, op, t, kind), kind);
+}
 
-  // select(c, a, b): a copy of b, then a predicated copy of a where c holds.
-  Val Select(const Val& c, const Val& a, const Val& b, const TileSpace& t) {
-    if (c.kind() == Kind::kConst) return *c.constant != 0 ? a : b;
-    const Kind kind = std::max({c.kind(), a.kind(), b.kind()});
-    const mlir::Type element = a.tile && !b.tile ? TileElement(a.tile) : b.tile ? TileElement(b.tile) : b_.getF32Type();
-    Value dst = NewTile(t, kind, element);
-    if (b.kind() == Kind::kConst) {
-      Make<MemsetOp>(dst, b_.getF64FloatAttr(*b.constant));
-    } else {
-      Make<TensorCopyOp>(Materialize(b, t, kind), dst);  // (a cast when the types differ)
+// A comparison, exact for NaN: ordered predicates are false and unordered ones true when an
+// operand is NaN (VectorE's comparisons are ordered, not_equal is unordered).
+Lowerer::Val Lowerer::Compare(mlir::arith::CmpFPredicate p, const Val& a, const Val& b, const TileSpace& t) {
+  using P = mlir::arith::CmpFPredicate;
+  auto uno = [&]() {
+    const Val na = Binary("not_equal", "not_equal", a, a, t);
+    if (a.tile == b.tile && a.constant == b.constant) return na;
+    return Binary("logical_or", "logical_or", na, Binary("not_equal", "not_equal", b, b, t), t);
+  };
+  auto ordered = [&](P q) -> Val {
+    switch (q) {
+      case P::OEQ: return Binary("is_equal", "is_equal", a, b, t);
+      case P::OGT: return Binary("is_gt", "is_lt", a, b, t);
+      case P::OGE: return Binary("is_ge", "is_le", a, b, t);
+      case P::OLT: return Binary("is_lt", "is_gt", a, b, t);
+      case P::OLE: return Binary("is_le", "is_ge", a, b, t);
+      default: return Binary("logical_or", "logical_or", Binary("is_lt", "is_gt", a, b, t), Binary("is_gt", "is_lt", a, b, t), t);  // ONE
     }
-    Value src = Materialize(a, t, kind);
-    if (TileElement(src) != element) {
-      Value cast = NewTile(t, kind, element);
-      Make<TensorCopyOp>(src, cast);
-      src = cast;
-    }
-    Value pred = c.kind() == kind ? c.tile : Materialize(c, t, kind);
-    if (!TileElement(pred).isa<mlir::IntegerType>()) {  // a float condition: compare with 0
-      pred = TensorOp(pred, Materialize(Val::Const(0), t, kind), "not_equal", t, kind);
-    }
-    Make<CopyPredicatedOp>(src, pred, dst);
-    return Wrap(dst, kind);
+  };
+  switch (p) {
+    case P::AlwaysFalse: return Val::Const(0);
+    case P::AlwaysTrue: return Val::Const(1);
+    case P::OEQ: case P::OGT: case P::OGE: case P::OLT: case P::OLE: case P::ONE: return ordered(p);
+    case P::UNE: return Binary("not_equal", "not_equal", a, b, t);
+    case P::UNO: return uno();
+    case P::ORD: return Binary("logical_and", "logical_and", Binary("is_equal", "is_equal", a, a, t), Binary("is_equal", "is_equal", b, b, t), t);
+    case P::UEQ: return Binary("logical_or", "logical_or", ordered(P::OEQ), uno(), t);
+    case P::UGT: return Binary("logical_or", "logical_or", ordered(P::OGT), uno(), t);
+    case P::UGE: return Binary("logical_or", "logical_or", ordered(P::OGE), uno(), t);
+    case P::ULT: return Binary("logical_or", "logical_or", ordered(P::OLT), uno(), t);
+    case P::ULE: return Binary("logical_or", "logical_or", ordered(P::OLE), uno(), t);
   }
+  return Val::Const(0);
+}
 
-  // The value of `v` for tile `t`: computed in the body, or defined before the generic (a
-  // constant; a scalar loaded from an HBM buffer becomes a column; arith on those).
-  std::optional<Val> Get(Value v, const TileSpace& t, llvm::DenseMap<Value, Val>& vals) {
-    if (auto it = vals.find(v); it != vals.end()) return it->second;
-    if (auto c = ConstantOf(v)) return Val::Const(*c);
-    mlir::Operation* def = v.getDefiningOp();
-    if (!def) return std::nullopt;
-    if (auto load = mlir::dyn_cast<mlir::memref::LoadOp>(def)) {
-      std::string why;
-      auto hbm = HbmOf(load.getMemref(), &why);
-      if (!hbm) return std::nullopt;
-      int64_t offset = 0;
-      for (size_t i = 0; i < load.getIndices().size(); ++i) {
-        auto idx = load.getIndices()[i].getDefiningOp<mlir::arith::ConstantIndexOp>();
-        if (!idx) return std::nullopt;
-        offset += idx.value() * hbm->strides[i];
-      }
-      Value col = Sbuf(t.partition.count, {1}, DeviceType(load.getType()));
-      auto dma = Make<DmaCopyOp>(load.getMemref(), col);
-      mlir::Builder b(dma->getContext());
-      dma->setAttr(kHbmOffsetAttr, b.getI64IntegerAttr(offset));
-      dma->setAttr(kHbmSizesAttr, b.getDenseI64ArrayAttr({t.partition.count, 1}));
-      dma->setAttr(kHbmStridesAttr, b.getDenseI64ArrayAttr({0, 1}));
-      return vals[v] = Val::Column(col);
-    }
-    if (def->getNumResults() != 1 || !def->getDialect() ||
-        (def->getDialect()->getNamespace() != "arith" && def->getDialect()->getNamespace() != "math")) {
-      return std::nullopt;
-    }
-    for (Value operand : def->getOperands()) {
-      if (!Get(operand, t, vals)) return std::nullopt;
-    }
-    if (mlir::failed(LowerBodyOp(*def, t, vals))) return std::nullopt;
-    return vals[v];
+// select(c, a, b): a copy of b, then a predicated copy of a where c holds.
+Lowerer::Val Lowerer::Select(const Val& c, const Val& a, const Val& b, const TileSpace& t) {
+  if (c.kind() == Kind::kConst) return *c.constant != 0 ? a : b;
+  const Kind kind = std::max({c.kind(), a.kind(), b.kind()});
+  const mlir::Type element = a.tile && !b.tile ? TileElement(a.tile) : b.tile ? TileElement(b.tile) : b_.getF32Type();
+  Value dst = NewTile(t, kind, element);
+  if (b.kind() == Kind::kConst) {
+    Make<MemsetOp>(dst, b_.getF64FloatAttr(*b.constant));
+  } else {
+    Make<TensorCopyOp>(Materialize(b, t, kind), dst);  // (a cast when the types differ)
   }
-
-  LogicalResult LowerBodyOp(mlir::Operation& op, const TileSpace& t, llvm::DenseMap<Value, Val>& vals) {
-    if (op.getNumResults() != 1) return op.emitOpError("has no trn lowering");
-    llvm::SmallVector<Val> in;
-    for (Value v : op.getOperands()) {
-      std::optional<Val> x = Get(v, t, vals);
-      if (!x) return op.emitOpError("reads a value the trn lowering cannot place on the device");
-      in.push_back(*x);
-    }
-    auto set = [&](const Val& v) -> LogicalResult {
-      vals[op.getResult(0)] = v;
-      return success();
-    };
-    if (auto c = mlir::dyn_cast<mlir::arith::ConstantOp>(op)) {
-      auto v = ConstantOf(c);
-      if (!v) return op.emitOpError("constant of this type has no trn lowering");
-      return set(Val::Const(*v));
-    }
-    struct BinaryName { const char* op; const char* swapped; };
-    std::optional<BinaryName> bin;
-    if (mlir::isa<mlir::arith::AddFOp>(op)) bin = BinaryName{"add", "add"};
-    else if (mlir::isa<mlir::arith::SubFOp>(op)) bin = BinaryName{"subtract", ""};
-    else if (mlir::isa<mlir::arith::MulFOp>(op)) bin = BinaryName{"multiply", "multiply"};
-    else if (mlir::isa<mlir::arith::DivFOp>(op)) bin = BinaryName{"divide", ""};
-    else if (mlir::isa<mlir::arith::MaxFOp>(op)) bin = BinaryName{"maximum", "maximum"};
-    else if (mlir::isa<mlir::arith::MinFOp>(op)) bin = BinaryName{"minimum", "minimum"};
-    else if (mlir::isa<mlir::math::PowFOp>(op)) bin = BinaryName{"power", ""};
-    if (bin) return set(Binary(bin->op, bin->swapped, in[0], in[1], t));
-    if (mlir::isa<mlir::arith::AndIOp, mlir::arith::OrIOp, mlir::arith::XOrIOp>(op)) {
-      if (!op.getResult(0).getType().isInteger(1)) return op.emitOpError("integer bit operation has no trn lowering");
-      const char* name = mlir::isa<mlir::arith::AndIOp>(op) ? "logical_and"
-                         : mlir::isa<mlir::arith::OrIOp>(op) ? "logical_or"
-                                                             : "not_equal";
-      return set(Binary(name, name, in[0], in[1], t));
-    }
-    if (auto cmp = mlir::dyn_cast<mlir::arith::CmpFOp>(op)) return set(Compare(cmp.getPredicate(), in[0], in[1], t));
-    if (mlir::isa<mlir::arith::SelectOp>(op)) return set(Select(in[0], in[1], in[2], t));
-    if (mlir::isa<mlir::arith::NegFOp>(op)) {
-      if (in[0].kind() == Kind::kConst) return set(Val::Const(-*in[0].constant));
-      return set(Wrap(ScalarOp(in[0], "multiply", Val::Const(-1.0), t), in[0].kind()));
-    }
-    if (mlir::isa<mlir::arith::ExtFOp, mlir::arith::SIToFPOp, mlir::arith::UIToFPOp, mlir::arith::ExtUIOp>(op)) {
-      return set(in[0]);  // every engine reads tiles as fp32: widening is free
-    }
-    if (mlir::isa<mlir::arith::TruncFOp>(op)) {
-      const mlir::Type to = op.getResult(0).getType();
-      if (in[0].kind() == Kind::kConst || to.isF32() || to.isF64()) return set(in[0]);  // f64 is f32 here
-      Value narrow = NewTile(t, in[0].kind(), to);
-      Make<TensorCopyOp>(in[0].tile, narrow);
-      return set(Wrap(narrow, in[0].kind()));
-    }
-    const char* func = mlir::isa<mlir::math::ExpOp>(op)     ? "exp"
-                       : mlir::isa<mlir::math::LogOp>(op)   ? "log"
-                       : mlir::isa<mlir::math::TanhOp>(op)  ? "tanh"
-                       : mlir::isa<mlir::math::SqrtOp>(op)  ? "sqrt"
-                       : mlir::isa<mlir::math::RsqrtOp>(op) ? "rsqrt"
-                       : mlir::isa<mlir::math::ErfOp>(op)   ? "erf"
-                                                            : nullptr;
-    if (func) {
-      if (in[0].kind() == Kind::kConst) return op.emitOpError("on a constant: expected folded before trn-lower-linalg");
-      return set(Wrap(Act(in[0], func, t), in[0].kind()));
-    }
-    if (mlir::isa<mlir::math::AbsFOp>(op)) {  // |x| = max(x, -x)
-      if (in[0].kind() == Kind::kConst) return set(Val::Const(std::abs(*in[0].constant)));
-      return set(Binary("maximum", "maximum", in[0], Binary("multiply", "multiply", in[0], Val::Const(-1.0), t), t));
-    }
-    return op.emitOpError("has no trn lowering");
+  Value src = Materialize(a, t, kind);
+  if (TileElement(src) != element) {
+    Value cast = NewTile(t, kind, element);
+    Make<TensorCopyOp>(src, cast);
+    src = cast;
   }
-
-  // ---- matmul ----
-
-  // Whether `out` was just zero-filled: the nearest earlier op touching it is linalg.fill(0).
-  mlir::linalg::FillOp ZeroFillBefore(mlir::Operation* op, Value out) {
-    for (mlir::Operation* prev = op->getPrevNode(); prev; prev = prev->getPrevNode()) {
-      if (!llvm::is_contained(prev->getOperands(), out)) continue;
-      auto fill = mlir::dyn_cast<mlir::linalg::FillOp>(prev);
-      if (fill && fill.getDpsInitOperand(0)->get() == out && ConstantOf(fill.getDpsInputOperand(0)->get()) == 0.0) {
-        return fill;
-      }
-      return {};
-    }
-    return {};
+  Value pred = c.kind() == kind ? c.tile : Materialize(c, t, kind);
+  if (!TileElement(pred).isa<mlir::IntegerType>()) {  // a float condition: compare with 0
+    pred = TensorOp(pred, Materialize(Val::Const(0), t, kind), "not_equal", t, kind);
   }
+  Make<CopyPredicatedOp>(src, pred, dst);
+  return Wrap(dst, kind);
+}
 
-  LogicalResult LowerMatmul(mlir::Operation* op, bool batched) {
-    auto dps = mlir::cast<mlir::DestinationStyleOpInterface>(op);
-    Value a = dps.getDpsInputOperand(0)->get(), bm = dps.getDpsInputOperand(1)->get(), c = dps.getDpsInitOperand(0)->get();
-    const mlir::Type ta = ElementOf(a), tb = ElementOf(bm), tc = ElementOf(c);
-    if (ta != tb || !(ta.isF32() || ta.isBF16()) || !(tc.isF32() || tc.isBF16())) {
-      return op->emitOpError("matmul operands must be f32 or bf16 (and alike)");
-    }
+// The value of `v` for tile `t`: computed in the body, or defined before the generic (a
+// constant; a scalar loaded from an HBM buffer becomes a column; arith on those).
+std::optional<Lowerer::Val> Lowerer::Get(Value v, const TileSpace& t, llvm::DenseMap<Value, Val>& vals) {
+  if (auto it = vals.find(v); it != vals.end()) return it->second;
+  if (auto c = ConstantOf(v)) return Val::Const(*c);
+  mlir::Operation* def = v.getDefiningOp();
+  if (!def) return std::nullopt;
+  if (auto load = mlir::dyn_cast<mlir::memref::LoadOp>(def)) {
     std::string why;
-    auto ha = HbmOf(a, &why), hb = HbmOf(bm, &why), hc = HbmOf(c, &why);
-    if (!ha || !hb || !hc) return op->emitOpError(why);
-    auto sa = a.getType().cast<mlir::MemRefType>().getShape(), sc = c.getType().cast<mlir::MemRefType>().getShape();
-    const int o = batched ? 1 : 0;
-    const int64_t batch = batched ? sa[0] : 1, m = sa[o], k = sa[o + 1], n = sc[o + 1];
-    if (llvm::any_of(llvm::ArrayRef<int64_t>{batch, m, k, n}, [](int64_t x) { return mlir::ShapedType::isDynamic(x); })) {
-      return op->emitOpError("has dynamic shapes");
+    auto hbm = HbmOf(load.getMemref(), &why);
+    if (!hbm) return std::nullopt;
+    int64_t offset = 0;
+    for (size_t i = 0; i < load.getIndices().size(); ++i) {
+      auto idx = load.getIndices()[i].getDefiningOp<mlir::arith::ConstantIndexOp>();
+      if (!idx) return std::nullopt;
+      offset += idx.value() * hbm->strides[i];
     }
-    const bool fresh = fresh_.count(op) > 0;
-    if (m == 0 || n == 0) return success();
-    if (k == 0) {
-      if (fresh) return LowerFillZero(c);
-      return success();
-    }
-    // Loop dimensions: (b, m, n, k). Accesses by dimension strides.
-    auto bs = [&](const Hbm& h) { return batched ? h.strides[0] : 0; };
-    OperandAccess A{*ha, 0, {bs(*ha), ha->strides[o], 0, ha->strides[o + 1]}};
-    OperandAccess B{*hb, 0, {bs(*hb), 0, hb->strides[o + 1], hb->strides[o]}};
-    OperandAccess C{*hc, 0, {bs(*hc), hc->strides[o], hc->strides[o + 1], 0}};
-    struct Step {
-      int64_t b, m0, n0, k0, mb, nb, kb;
-      Value at, bt;
-    };
-    std::vector<Step> steps;
-    for (int64_t bi = 0; bi < batch; ++bi) {
-      for (int64_t n0 = 0; n0 < n; n0 += kMatmulMaxMovingFree) {
-        for (int64_t m0 = 0; m0 < m; m0 += kMatmulMaxStationaryFree) {
-          for (int64_t k0 = 0; k0 < k; k0 += kMaxPartitions) {
-            steps.push_back({bi, m0, n0, k0, std::min<int64_t>(kMatmulMaxStationaryFree, m - m0),
-                             std::min<int64_t>(kMatmulMaxMovingFree, n - n0), std::min<int64_t>(kMaxPartitions, k - k0),
-                             Value(), Value()});
-          }
-        }
-      }
-    }
-    // Operand tiles: stationary A^T[k, m] and moving B[k, n], loaded once and reused while they
-    // fit kMatmulCacheBytes (least recently loaded leaves first).
-    using Key = std::tuple<int, int64_t, int64_t, int64_t>;
-    std::map<Key, Value> cache;
-    std::deque<std::pair<Key, int64_t>> order;
-    int64_t cached_bytes = 0;
-    const int64_t esize = ta.getIntOrFloatBitWidth() / 8;
-    auto tile_of = [&](int which, const Step& s) {
-      const Key key{which, s.b, s.k0, which == 0 ? s.m0 : s.n0};
-      if (auto it = cache.find(key); it != cache.end()) return it->second;
-      TileSpace t;
-      t.base = {s.b, s.m0, s.n0, s.k0};
-      t.partition = {3, 1, s.kb};
-      const int64_t free = which == 0 ? s.mb : s.nb;
-      t.free = {{which == 0 ? 1 : 2, 1, free}};
-      Value tile = Load(which == 0 ? A : B, t, ta);
-      cache[key] = tile;
-      order.push_back({key, free * esize});
-      cached_bytes += free * esize;
-      while (cached_bytes > kMatmulCacheBytes && !order.empty()) {
-        cached_bytes -= order.front().second;
-        cache.erase(order.front().first);
-        order.pop_front();
-      }
-      return tile;
-    };
-    size_t loaded = 0;
-    auto load_until = [&](size_t end) {
-      for (; loaded < std::min(end, steps.size()); ++loaded) {
-        steps[loaded].at = tile_of(0, steps[loaded]);
-        steps[loaded].bt = tile_of(1, steps[loaded]);
-      }
-    };
-    Value acc;
-    for (size_t i = 0; i < steps.size(); ++i) {
-      load_until(i + 1 + kMatmulLookahead);
-      const Step& s = steps[i];
-      if (s.k0 == 0) acc = Psum(s.mb, {s.nb});
-      auto mm = Make<MatmulOp>(s.at, s.bt, acc);
-      if (s.k0 > 0) mm.setAccumulateAttr(b_.getUnitAttr());
-      if (s.k0 + s.kb < k) continue;
-      // The block is complete: PSUM -> SBUF (plus C when accumulating into it) -> HBM.
-      TileSpace t;
-      t.base = {s.b, s.m0, s.n0, 0};
-      t.partition = {1, 1, s.mb};
-      t.free = {{2, 1, s.nb}};
-      Value out = Sbuf(s.mb, {s.nb}, tc);
-      if (fresh) {
-        Make<TensorCopyOp>(acc, out);
-      } else {
-        Value old = Load(C, t, tc);
-        Make<TensorTensorOp>(acc, old, out, b_.getStringAttr("add"));
-      }
-      Store(out, C, t);
-    }
-    return success();
+    Value col = Sbuf(t.partition.count, {1}, DeviceType(load.getType()));
+    auto dma = Make<DmaCopyOp>(load.getMemref(), col);
+    mlir::Builder b(dma->getContext());
+    dma->setAttr(kHbmOffsetAttr, b.getI64IntegerAttr(offset));
+    dma->setAttr(kHbmSizesAttr, b.getDenseI64ArrayAttr({t.partition.count, 1}));
+    dma->setAttr(kHbmStridesAttr, b.getDenseI64ArrayAttr({0, 1}));
+    return vals[v] = Val::Column(col);
   }
-
-  LogicalResult LowerFillZero(Value c) {
-    auto type = c.getType().cast<mlir::MemRefType>();
-    std::string why;
-    auto acc = AccessOf(c, mlir::AffineMap::getMultiDimIdentityMap(type.getRank(), b_.getContext()), &why);
-    if (!acc) return failure();
-    for (const TileSpace& t : Tiles(type.getShape(), {})) {
-      Value tile = Sbuf(t.partition.count, t.FreeShape(), type.getElementType());
-      Make<MemsetOp>(tile, b_.getF64FloatAttr(0.0));
-      Store(tile, *acc, t);
-    }
-    return success();
+  if (def->getNumResults() != 1 || !def->getDialect() ||
+      (def->getDialect()->getNamespace() != "arith" && def->getDialect()->getNamespace() != "math")) {
+    return std::nullopt;
   }
+  for (Value operand : def->getOperands()) {
+    if (!Get(operand, t, vals)) return std::nullopt;
+  }
+  if (mlir::failed(LowerBodyOp(*def, t, vals))) return std::nullopt;
+  return vals[v];
+}
 
-  mlir::func::FuncOp f_;
-  mlir::OpBuilder b_;
-  mlir::Location loc_ = b_.getUnknownLoc();
-  int64_t source_op_ = 0;
-  llvm::SmallPtrSet<mlir::Operation*, 16> lowered_, skipped_, fresh_;
-};
+LogicalResult Lowerer::LowerBodyOp(mlir::Operation& op, const TileSpace& t, llvm::DenseMap<Value, Val>& vals) {
+  if (op.getNumResults() != 1) return op.emitOpError("has no trn lowering");
+  llvm::SmallVector<Val> in;
+  for (Value v : op.getOperands()) {
+    std::optional<Val> x = Get(v, t, vals);
+    if (!x) return op.emitOpError("reads a value the trn lowering cannot place on the device");
+    in.push_back(*x);
+  }
+  auto set = [&](const Val& v) -> LogicalResult {
+    vals[op.getResult(0)] = v;
+    return success();
+  };
+  if (auto c = mlir::dyn_cast<mlir::arith::ConstantOp>(op)) {
+    auto v = ConstantOf(c);
+    if (!v) return op.emitOpError("constant of this type has no trn lowering");
+    return set(Val::Const(*v));
+  }
+  struct BinaryName { const char* op; const char* swapped; };
+  std::optional<BinaryName> bin;
+  if (mlir::isa<mlir::arith::AddFOp>(op)) bin = BinaryName{"add", "add"};
+  else if (mlir::isa<mlir::arith::SubFOp>(op)) bin = BinaryName{"subtract", ""};
+  else if (mlir::isa<mlir::arith::MulFOp>(op)) bin = BinaryName{"multiply", "multiply"};
+  else if (mlir::isa<mlir::arith::DivFOp>(op)) bin = BinaryName{"divide", ""};
+  else if (mlir::isa<mlir::arith::MaxFOp>(op)) bin = BinaryName{"maximum", "maximum"};
+  else if (mlir::isa<mlir::arith::MinFOp>(op)) bin = BinaryName{"minimum", "minimum"};
+  else if (mlir::isa<mlir::math::PowFOp>(op)) bin = BinaryName{"power", ""};
+  if (bin) return set(Binary(bin->op, bin->swapped, in[0], in[1], t));
+  if (mlir::isa<mlir::arith::AndIOp, mlir::arith::OrIOp, mlir::arith::XOrIOp>(op)) {
+    if (!op.getResult(0).getType().isInteger(1)) return op.emitOpError("integer bit operation has no trn lowering");
+    const char* name = mlir::isa<mlir::arith::AndIOp>(op) ? "logical_and"
+                       : mlir::isa<mlir::arith::OrIOp>(op) ? "logical_or"
+                                                           : "not_equal";
+    return set(Binary(name, name, in[0], in[1], t));
+  }
+  if (auto cmp = mlir::dyn_cast<mlir::arith::CmpFOp>(op)) return set(Compare(cmp.getPredicate(), in[0], in[1], t));
+  if (mlir::isa<mlir::arith::SelectOp>(op)) return set(Select(in[0], in[1], in[2], t));
+  if (mlir::isa<mlir::arith::NegFOp>(op)) {
+    if (in[0].kind() == Kind::kConst) return set(Val::Const(-*in[0].constant));
+    return set(Wrap(ScalarOp(in[0], "multiply", Val::Const(-1.0), t), in[0].kind()));
+  }
+  if (mlir::isa<mlir::arith::ExtFOp, mlir::arith::SIToFPOp, mlir::arith::UIToFPOp, mlir::arith::ExtUIOp>(op)) {
+    return set(in[0]);  // every engine reads tiles as fp32: widening is free
+  }
+  if (mlir::isa<mlir::arith::TruncFOp>(op)) {
+    const mlir::Type to = op.getResult(0).getType();
+    if (in[0].kind() == Kind::kConst || to.isF32() || to.isF64()) return set(in[0]);  // f64 is f32 here
+    Value narrow = NewTile(t, in[0].kind(), to);
+    Make<TensorCopyOp>(in[0].tile, narrow);
+    return set(Wrap(narrow, in[0].kind()));
+  }
+  const char* func = mlir::isa<mlir::math::ExpOp>(op)     ? "exp"
+                     : mlir::isa<mlir::math::LogOp>(op)   ? "log"
+                     : mlir::isa<mlir::math::TanhOp>(op)  ? "tanh"
+                     : mlir::isa<mlir::math::SqrtOp>(op)  ? "sqrt"
+                     : mlir::isa<mlir::math::RsqrtOp>(op) ? "rsqrt"
+                     : mlir::isa<mlir::math::ErfOp>(op)   ? "erf"
+                                                          : nullptr;
+  if (func) {
+    if (in[0].kind() == Kind::kConst) return op.emitOpError("on a constant: expected folded before trn-lower-linalg");
+    return set(Wrap(Act(in[0], func, t), in[0].kind()));
+  }
+  if (mlir::isa<mlir::math::AbsFOp>(op)) {  // |x| = max(x, -x)
+    if (in[0].kind() == Kind::kConst) return set(Val::Const(std::abs(*in[0].constant)));
+    return set(Binary("maximum", "maximum", in[0], Binary("multiply", "multiply", in[0], Val::Const(-1.0), t), t));
+  }
+  return op.emitOpError("has no trn lowering");
+}
+
+}  // namespace lower_linalg_detail
+
+namespace {
 
 struct LowerLinalgToTrnPass : public mlir::PassWrapper<LowerLinalgToTrnPass, mlir::OperationPass<mlir::ModuleOp>> {
   MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(LowerLinalgToTrnPass)
@@ -961,7 +770,7 @@ struct LowerLinalgToTrnPass : public mlir::PassWrapper<LowerLinalgToTrnPass, mli
   void runOnOperation() override {
     for (auto f : getOperation().getOps<mlir::func::FuncOp>()) {
       if (f.isExternal()) continue;
-      Lowerer l(f);
+      lower_linalg_detail::Lowerer l(f);
       if (mlir::failed(l.Run())) return signalPassFailure();
     }
   }

@@ -1,0 +1,154 @@
+// Internal to trn-lower-linalg (LowerLinalg.cpp, LowerMatmul.cpp): HBM windows, iteration-space
+// tiles and the Lowerer, which lowers the linalg ops of one function to trn ops. Private: not
+// installed, included by those two files only. Each member is defined, with its comment, in the
+// file its section names.
+//
+// Thread-safety: not thread-safe: one Lowerer per function, used by one thread (the pass runs on
+// one module per thread). The free functions are reentrant.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/SmallPtrSet.h"
+#include "llvm/ADT/SmallVector.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/IR/AffineMap.h"
+#include "mlir/IR/Builders.h"
+#include "mlir_lowering/trn/TrnDialect.h"
+#include "mlir_lowering/trn/TrnPasses.h"
+
+namespace trn::ir::lower_linalg_detail {
+
+using mlir::failure;
+using mlir::LogicalResult;
+using mlir::success;
+using mlir::Value;
+
+// ---- HBM windows (LowerLinalg.cpp) ----
+
+// An HBM buffer: a memref function argument or a memref.alloc, with its static strides.
+struct Hbm {
+  Value memref;
+  llvm::SmallVector<int64_t> strides;  // elements
+};
+
+std::optional<Hbm> HbmOf(Value v, std::string* why);
+
+// How one operand's elements move with the loop indices: elem = base + sum stride[d] * index[d].
+struct OperandAccess {
+  Hbm hbm;
+  int64_t base = 0;
+  llvm::SmallVector<int64_t> stride;  // per loop dimension
+};
+
+std::optional<OperandAccess> AccessOf(Value memref, mlir::AffineMap map, std::string* why);
+
+// One axis of a tile: `count` steps of loop dimension `dim`, `coeff` indices per step.
+struct Axis {
+  int dim = -1;
+  int64_t coeff = 1;
+  int64_t count = 1;
+};
+
+// A tile of the iteration space: base indices, the partition axis and up to 4 free axes.
+struct TileSpace {
+  llvm::SmallVector<int64_t> base;
+  Axis partition;
+  llvm::SmallVector<Axis> free;
+  llvm::SmallVector<int64_t> FreeShape() const {
+    llvm::SmallVector<int64_t> s;
+    for (const Axis& a : free) s.push_back(a.count);
+    if (s.empty()) s.push_back(1);
+    return s;
+  }
+};
+
+void SetWindow(mlir::Operation* dma, const OperandAccess& a, const TileSpace& t);
+
+// ---- the lowering of one function ----
+
+class Lowerer {
+ public:
+  explicit Lowerer(mlir::func::FuncOp f) : f_(f), b_(f.getContext()) {}
+
+  LogicalResult Run();
+
+ private:
+  // ---- dispatch, tiles and DMA, fill, iteration-space tiling (LowerLinalg.cpp) ----
+
+  int64_t SourceOp(mlir::Operation* op);
+  LogicalResult LowerOne(mlir::Operation* op);
+
+  template <typename OpT, typename... Args>
+  OpT Make(Args&&... args) {
+    OpT op = b_.create<OpT>(loc_, std::forward<Args>(args)...);
+    op->setAttr(kSourceOpAttr, b_.getI64IntegerAttr(source_op_));
+    return op;
+  }
+
+  Value Sbuf(int64_t partitions, llvm::ArrayRef<int64_t> free, mlir::Type element);
+  Value Psum(int64_t partitions, llvm::ArrayRef<int64_t> free);
+  Value Load(const OperandAccess& a, const TileSpace& t, mlir::Type element);
+  void Store(Value tile, const OperandAccess& a, const TileSpace& t);
+  static mlir::Type ElementOf(Value memref);
+  static bool Supported(Value memref);
+  LogicalResult LowerFill(mlir::linalg::FillOp fill);
+  static std::optional<double> ConstantOf(Value v);
+  std::vector<TileSpace> Tiles(llvm::ArrayRef<int64_t> ranges, llvm::ArrayRef<bool> reduce);
+
+  // ---- elementwise and reducing generics (LowerLinalg.cpp) ----
+
+  // A body value on a tile: a full tile, a column (one value per partition: a [P, 1] tile, e.g.
+  // a runtime scalar), or a compile-time constant.
+  enum class Kind { kConst = 0, kColumn = 1, kTile = 2 };
+  struct Val {
+    Value tile;  // kTile or kColumn
+    std::optional<double> constant;
+    bool column = false;
+    Kind kind() const { return !tile ? Kind::kConst : column ? Kind::kColumn : Kind::kTile; }
+    static Val Const(double c) { return Val{Value(), c, false}; }
+    static Val Tile(Value t) { return Val{t, std::nullopt, false}; }
+    static Val Column(Value t) { return Val{t, std::nullopt, true}; }
+  };
+
+  static mlir::Type DeviceType(mlir::Type t);
+  LogicalResult LowerGeneric(mlir::linalg::GenericOp g);
+  bool MatchCombine(Value y, Value acc, std::string* op, Value* x, llvm::SmallPtrSet<mlir::Operation*, 4>* ops);
+  static mlir::Type TileElement(Value tile);
+  Value NewTile(const TileSpace& t, Kind kind, mlir::Type element = {});
+  Value Materialize(const Val& v, const TileSpace& t, Kind kind);
+  static bool IsPredicate(const std::string& op);
+  static bool ScalarForm(const std::string& op);
+  Value ScalarOp(const Val& x, const std::string& op, const Val& s, const TileSpace& t);
+  Value TensorOp(Value lhs, Value rhs, const std::string& op, const TileSpace& t, Kind kind);
+  Value Act(const Val& x, const std::string& func, const TileSpace& t);
+  Val Wrap(Value tile, Kind kind);
+  static double Fold(const std::string& op, double a, double b);
+  Val Binary(const std::string& op, const std::string& swapped, const Val& l, const Val& r, const TileSpace& t);
+  Val Compare(mlir::arith::CmpFPredicate p, const Val& a, const Val& b, const TileSpace& t);
+  Val Select(const Val& c, const Val& a, const Val& b, const TileSpace& t);
+  std::optional<Val> Get(Value v, const TileSpace& t, llvm::DenseMap<Value, Val>& vals);
+  LogicalResult LowerBodyOp(mlir::Operation& op, const TileSpace& t, llvm::DenseMap<Value, Val>& vals);
+
+  // ---- matmul (LowerMatmul.cpp) ----
+
+  mlir::linalg::FillOp ZeroFillBefore(mlir::Operation* op, Value out);
+  LogicalResult LowerMatmul(mlir::Operation* op, bool batched);
+  LogicalResult LowerFillZero(Value c);
+
+  mlir::func::FuncOp f_;
+  mlir::OpBuilder b_;
+  mlir::Location loc_ = b_.getUnknownLoc();
+  int64_t source_op_ = 0;
+  llvm::SmallPtrSet<mlir::Operation*, 16> lowered_, skipped_, fresh_;
+};
+
+}  // namespace trn::ir::lower_linalg_detail
