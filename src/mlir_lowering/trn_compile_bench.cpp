@@ -1,7 +1,9 @@
 // trn-compile-bench: compiles group modules (files written by NEURON_DUMP_MLIR) for the host
 // with CompileToObject and prints where each compile's time goes (parse, MLIR pipeline, LLVM).
 // For measuring the compiler alone, without a model run around it (bench/README.md).
-//   trn-compile-bench [--level N] [--codegen N] [--repeat K] [--func NAME] [--verify-each] file.mlir...
+//   trn-compile-bench [--level N] [--codegen N] [--repeat K] [--func NAME] [--verify-each]
+//                     [--objects DIR] file.mlir...
+// --objects DIR writes each file's object code to DIR/<file stem>.o, for readelf/objdump.
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -17,7 +19,7 @@ namespace {
 int Usage() {
   std::fprintf(stderr,
                "usage: trn-compile-bench [--level 0..3] [--codegen -1..3] [--repeat K] [--func NAME] "
-               "[--verify-each] file.mlir...\n");
+               "[--verify-each] [--objects DIR] file.mlir...\n");
   return 2;
 }
 
@@ -26,7 +28,7 @@ int Usage() {
 int main(int argc, char** argv) {
   int level = 0, codegen = -1, repeat = 1;
   bool verify_each = false;
-  std::string func = "group";
+  std::string func = "group", objects_dir;
   std::vector<std::string> files;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
@@ -41,6 +43,8 @@ int main(int argc, char** argv) {
       verify_each = true;
     } else if (arg == "--func" && has_value) {
       func = argv[++i];
+    } else if (arg == "--objects" && has_value) {
+      objects_dir = argv[++i];
     } else if (!arg.empty() && arg[0] == '-') {
       return Usage();
     } else {
@@ -73,6 +77,17 @@ int main(int argc, char** argv) {
       codegen_ms += t.codegen_ms;
       object_bytes += object->bytes.size();
       ++compiles;
+      if (!objects_dir.empty() && r == 0) {
+        std::string stem = path.substr(path.find_last_of('/') + 1);
+        stem = stem.substr(0, stem.rfind(".mlir"));
+        const std::string out_path = objects_dir + "/" + stem + ".o";
+        std::ofstream out(out_path, std::ios::binary);
+        out.write(object->bytes.data(), static_cast<std::streamsize>(object->bytes.size()));
+        if (!out) {
+          std::fprintf(stderr, "cannot write %s\n", out_path.c_str());
+          return 1;
+        }
+      }
     }
   }
   double total = parse + pipeline + translate + optimize + codegen_ms;

@@ -2,8 +2,11 @@
 #include "mlir_lowering/host_jit.h"
 
 #include "mlir/ExecutionEngine/CRunnerUtils.h"
+#include "llvm/Object/ObjectFile.h"
+#include "llvm/Support/MemoryBuffer.h"
 
 #include <cmath>
+#include <map>
 #include <string>
 #include <thread>
 #include <vector>
@@ -111,6 +114,40 @@ TEST_CASE("verifying after every pass or once at the end builds the same object"
     REQUIRE(once.ok());
     REQUIRE(each.ok());
     CHECK(once->bytes == each->bytes);
+  }
+}
+
+// Functions the object defines (name -> is a global symbol).
+std::map<std::string, bool> DefinedFunctions(const ObjectCode& code) {
+  auto object = llvm::object::ObjectFile::createObjectFile(
+      llvm::MemoryBufferRef(llvm::StringRef(code.bytes.data(), code.bytes.size()), "group.o"));
+  REQUIRE(static_cast<bool>(object));
+  std::map<std::string, bool> defined;
+  for (const llvm::object::SymbolRef& symbol : (*object)->symbols()) {
+    auto name = symbol.getName();
+    auto flags = symbol.getFlags();
+    auto type = symbol.getType();
+    REQUIRE(static_cast<bool>(name));
+    REQUIRE(static_cast<bool>(flags));
+    REQUIRE(static_cast<bool>(type));
+    if (*type != llvm::object::SymbolRef::ST_Function || (*flags & llvm::object::SymbolRef::SF_Undefined)) continue;
+    defined[name->str()] = (*flags & llvm::object::SymbolRef::SF_Global) != 0;
+  }
+  return defined;
+}
+
+TEST_CASE("the body is inlined into its C interface: one function, no call with unpacked descriptors", "[mlir]") {
+  for (int opt_level : {0, 1, 3}) {
+    INFO("opt level " << opt_level);
+    auto code = CompileToObject(kScaleModule, "scale", opt_level);
+    REQUIRE(code.ok());
+    const std::map<std::string, bool> defined = DefinedFunctions(*code);
+    REQUIRE(defined.count("_mlir_ciface_scale") == 1);
+    CHECK(defined.at("_mlir_ciface_scale"));
+    CHECK(defined.count("scale") == 0);  // inlined and deleted
+    auto loaded = LoadObject(*code);
+    REQUIRE(loaded.ok());
+    CheckScale((*loaded)->entry());
   }
 }
 
