@@ -20,6 +20,7 @@
 #include "runtime/knobs.h"
 #include "runtime/op_trace.h"
 #include "runtime/op_error.h"
+#include "trace/autograd_barrier.h"
 #include "trace/device_state.h"
 
 namespace py = pybind11;
@@ -89,6 +90,17 @@ void Init(const std::vector<std::string>& library_prefixes) {
   runtime::SetBlockingHooks(&ReleaseGil, &RestoreGil);
   trace::DeviceState& state = StateOrRaise();
   (void)state;
+}
+
+void AutogradBarrier() {
+  absl::Status status;
+  {
+    py::gil_scoped_release no_gil;  // PyTorch's engine refuses to run with the GIL held
+    status = trace::RunDeviceAutogradBarrier();
+  }
+  if (!status.ok()) {
+    Raise(status);
+  }
 }
 
 void Sync() {
@@ -232,6 +244,9 @@ PYBIND11_MODULE(_C, m) {
   m.def("_init", &Init, py::arg("library_prefixes"),
         "Installs source capture and reads the knobs (ValueError on a bad NEURON_* value).");
   m.def("sync", &Sync, "Runs every recorded op; raises the first stored error.");
+  m.def("autograd_barrier", &AutogradBarrier,
+        "Runs a tiny backward pass on the device; returns once the autograd thread has run it, "
+        "so every earlier backward pass has been released. Records ops; sync afterwards.");
   m.def("mode", [] { return std::string(trn::runtime::ModeName(StateOrRaise().knobs.mode)); });
   m.def("launch_blocking", [] { return StateOrRaise().knobs.launch_blocking; });
   m.def("stats", &Stats);

@@ -38,10 +38,10 @@ def _start_autograd_on_device():
     # PyTorch sizes the autograd engine's per-device queues once, at the first backward pass in
     # the process, from the device types registered then. Run a tiny backward on the device now,
     # so the first backward sees it; if one already ran without it, say so plainly instead of
-    # letting the user's first backward die on an internal assert.
-    x = _torch.ones(1, device=_torch.device(_BACKEND, 0), requires_grad=True)
+    # letting the user's first backward die on an internal assert. The pass is built in C++ and
+    # holds no Python object, so the autograd thread may free it at any time, even at exit.
     try:
-        (x * 2).sum().backward()
+        _C.autograd_barrier()
     except RuntimeError as e:
         if "device_ready_queues_" not in str(e):
             raise
@@ -202,6 +202,14 @@ def _drain_at_exit():
         except Exception as e:  # noqa: BLE001  (report, never mask the program's exit status)
             import sys
             print(f"torch_trn: could not write NEURON_PROFILE={_PROFILE_PATH}: {e}", file=sys.stderr)
+    try:
+        # The autograd thread frees a finished backward pass just after backward() returns, and
+        # that frees Python objects (under the GIL). Wait for it now: once the interpreter is
+        # finalizing, taking the GIL there would abort the process (docs/architecture.md).
+        _C.autograd_barrier()
+        _C.sync()
+    except Exception:  # noqa: BLE001  (the engine is unusable: nothing of ours to wait for)
+        pass
     # Stop background compilers before the interpreter (and LLVM's statics) go away.
     _C.shutdown_compiles()
 
