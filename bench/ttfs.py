@@ -1,7 +1,8 @@
 """Time to first step, steady step time and hidden compile time: eager vs compile vs adaptive.
 
     PYTHONPATH=python python3 bench/ttfs.py                  # mlp, cnn, gpt; 10 steps each
-    PYTHONPATH=python python3 bench/ttfs.py --models gpt --steps 10 --extra tiering_off
+    PYTHONPATH=python python3 bench/ttfs.py --models gpt --steps 10 --extra adaptive_notier
+    PYTHONPATH=python python3 bench/ttfs.py --models cnn,gpt --modes compile --extra compile_1thread
 
 Each (model, mode) runs in a fresh process, so the time to first step (TTFS) is what a user
 sees: from the moment the process is started to the first loss on the host, interpreter start,
@@ -12,7 +13,8 @@ sees: from the moment the process is started to the first loss on the host, inte
     compile    NEURON_MODE=compile    (each segment compiled at its sync point, blocking)
     adaptive   NEURON_MODE=adaptive   (background compiles, tiering -O0 then -O3)
   and with --extra: adaptive_notier (NEURON_TIERING=0: the background compiles go straight to
-  NEURON_OPT_LEVEL), adaptive_o0 (NEURON_OPT_LEVEL=0: one -O0 build only).
+  NEURON_OPT_LEVEL), adaptive_o0 (NEURON_OPT_LEVEL=0: one -O0 build only), compile_1thread
+  (NEURON_COMPILE_WORKERS=1: compile mode builds a segment's groups one at a time).
 
 Steady step = median of steps 5..N (1-based). Every neuron run is profiled (the same for all
 modes). "hidden" is the share of compile time off the program's critical path (on a compile
@@ -95,6 +97,7 @@ MODES = {
     "adaptive": {"NEURON_MODE": "adaptive"},
     "adaptive_notier": {"NEURON_MODE": "adaptive", "NEURON_TIERING": "0"},
     "adaptive_o0": {"NEURON_MODE": "adaptive", "NEURON_OPT_LEVEL": "0"},
+    "compile_1thread": {"NEURON_MODE": "compile", "NEURON_COMPILE_WORKERS": "1"},
 }
 
 
@@ -127,13 +130,17 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--models", default="mlp,cnn,gpt")
     ap.add_argument("--steps", type=int, default=10)
-    ap.add_argument("--extra", default="", help="comma list of extra rows: adaptive_notier,adaptive_o0")
+    ap.add_argument("--modes", default="cpu,eager,compile,adaptive", help="comma list of the main rows to run")
+    ap.add_argument("--extra", default="", help="comma list of extra rows: adaptive_notier,adaptive_o0,compile_1thread")
     ap.add_argument("--repeat", type=int, default=1,
                     help="runs per (model, mode); the run with the median TTFS is reported (TTFS "
                          "varies by ~0.3 s between processes here, mostly in `import torch`)")
     ap.add_argument("--json", help="also write every result here")
     args = ap.parse_args()
-    modes = ["cpu", "eager", "compile", "adaptive"] + [m for m in args.extra.split(",") if m]
+    modes = [m for m in args.modes.split(",") + args.extra.split(",") if m]
+    unknown = [m for m in modes if m not in MODES]
+    if unknown:
+        ap.error(f"unknown rows {unknown}; known: {sorted(MODES)}")
     results = {}
     with tempfile.TemporaryDirectory() as tmp:
         for model in args.models.split(","):
@@ -149,17 +156,24 @@ def main():
     print(hdr)
     print("-" * len(hdr))
     for model in args.models.split(","):
-        e, c = results[(model, "eager")], results[(model, "compile")]
+        e, c = results.get((model, "eager")), results.get((model, "compile"))
+
+        def ratio(a, base, width, key=None):  # "-" when the base row was not run
+            if base is None:
+                return f"{'-':>{width}s}"
+            b = key(base) if key else base
+            return f"{a / b:{width}.2f}"
         for mode in modes:
             r = results[(model, mode)]
             hidden = "-" if r.get("hidden") is None else f"{100 * r['hidden']:.0f}%"
             overlap = "-" if r.get("overlapped") is None else f"{100 * r['overlapped']:.0f}%"
             first = r.get("first_all_compiled") or "-"
             after = r["ttfs"] - r["import"]
-            e_after = e["ttfs"] - e["import"]
-            print(f"{model:5s} {mode:16s} {r['ttfs']:7.2f} {r['import']:6.2f} {r['ttfs'] / e['ttfs']:7.2f} "
-                  f"{r['ttfs'] / c['ttfs']:8.2f} {after:12.2f} {after / e_after:7.2f} "
-                  f"{1e3 * r['steady']:9.1f} {r['steady'] / c['steady']:8.2f} {r['steady'] / e['steady']:7.2f} "
+            print(f"{model:5s} {mode:16s} {r['ttfs']:7.2f} {r['import']:6.2f} {ratio(r['ttfs'], e, 7, lambda x: x['ttfs'])} "
+                  f"{ratio(r['ttfs'], c, 8, lambda x: x['ttfs'])} {after:12.2f} "
+                  f"{ratio(after, e, 7, lambda x: x['ttfs'] - x['import'])} "
+                  f"{1e3 * r['steady']:9.1f} {ratio(r['steady'], c, 8, lambda x: x['steady'])} "
+                  f"{ratio(r['steady'], e, 7, lambda x: x['steady'])} "
                   f"{r.get('compiles', 0):8d} {hidden:>7s} {overlap:>7s} {str(first):>12s}")
     print("\nimport: process start -> `import torch(_trn)` done (varies ~1 s between processes here); "
           "after import: TTFS minus import (model build, first step); hidden: compile time off the "

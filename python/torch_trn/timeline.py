@@ -4,7 +4,8 @@
     python3 -m torch_trn.timeline trace.json -o trace.png   # and the lanes, drawn with matplotlib
 
 A profile comes from `with torch_trn.profile("trace.json"):` or NEURON_PROFILE=trace.json. Its
-lanes are threads: recording ("python", the autograd thread), "executor", "compile worker N".
+lanes are threads: recording ("python", the autograd thread), "executor", "compile worker N"
+(adaptive mode's background compilers), "segment builder N" (compile mode's parallel builds).
 The summary answers the adaptive-mode questions: how long compiling took, how much of it ran
 while the executor was busy, how much was hidden (off the program's critical path: on a compile
 thread, which nothing waits for, while the program ran), how many ops ran compiled or one by one
@@ -109,9 +110,9 @@ def summarize(trace: Trace) -> dict:
     overlapped_us = sum(_overlap(e.ts, e.end, busy) for e in compiles)
     # Hidden: compile time off the program's critical path, i.e. on a compile thread (which
     # nothing waits for) while the program ran: between its first recorded op and its last
-    # sync. A compile on a recording thread (compile mode compiles inside the sync) blocks the
-    # program, so none of it is hidden; neither is compiling after the program's last sync.
-    workers = {tid for tid, name in trace.lanes.items() if name.startswith("compile")}
+    # sync. Compile mode's builds (on its segment builders) block the sync that flushed them,
+    # so none of them is hidden; neither is compiling after the program's last sync.
+    workers = {tid for tid, name in trace.lanes.items() if name.startswith("compile worker")}
     program = [e for e in trace.events if e.cat in ("record", "sync")]
     window = [[min(e.ts for e in program), max(e.end for e in program)]] if program else []
     hidden_us = sum(_overlap(e.ts, e.end, window) for e in compiles if e.tid in workers)

@@ -57,7 +57,7 @@ std::shared_ptr<CodeSlot> CodeCache::Lookup(const std::string& key, bool* create
     if (stats_ != nullptr) stats_->Update([](cache::CacheCounters& c) { ++c.mem_hits; });
     return it->second.slot;
   }
-  EvictLocked();
+  EvictLocked(/*room=*/1);
   lru_.push_front(key);
   auto slot = std::make_shared<CodeSlot>();
   slots_.emplace(key, Entry{slot, lru_.begin()});
@@ -66,14 +66,19 @@ std::shared_ptr<CodeSlot> CodeCache::Lookup(const std::string& key, bool* create
   return slot;
 }
 
-void CodeCache::EvictLocked() {
-  // Entries are bounded including the one about to be added; bytes are known only for code
+void CodeCache::Trim() {
+  absl::MutexLock lock(&mu_);
+  EvictLocked(/*room=*/0);
+}
+
+void CodeCache::EvictLocked(int64_t room) {
+  // Entries are bounded including the `room` about to be added; bytes are known only for code
   // already built. O(entries) per miss: misses are rare (a new group), hits stay O(1).
   int64_t total = 0;
   for (const auto& [key, e] : slots_) total += e.slot->bytes();
   int64_t evicted = 0;
   for (auto it = lru_.end(); it != lru_.begin();) {
-    if (static_cast<int64_t>(slots_.size()) + 1 <= limits_.max_entries && total <= limits_.max_bytes) break;
+    if (static_cast<int64_t>(slots_.size()) + room <= limits_.max_entries && total <= limits_.max_bytes) break;
     --it;
     auto entry = slots_.find(*it);
     if (!entry->second.slot->settled()) continue;  // still building: its builder will publish into it

@@ -66,6 +66,10 @@ class CodeCache {
   // is created empty and `*created` is set (a miss): the caller must then fill it (or Erase it
   // if it cannot). A miss first evicts least recently used settled slots beyond the limits.
   std::shared_ptr<CodeSlot> Lookup(const std::string& key, bool* created);
+  // Evicts least recently used settled slots beyond the limits. Slots still building are never
+  // evicted, so while several build at once the cache may hold more than the limit: compile
+  // mode trims once its flush's builds are done.
+  void Trim();
   // Forgets `key` (a compile that could not even be queued is retried on the next lookup).
   void Erase(const std::string& key);
   int64_t size() const;
@@ -73,7 +77,7 @@ class CodeCache {
   void Clear();
 
  private:
-  void EvictLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void EvictLocked(int64_t room) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   struct Entry {
     std::shared_ptr<CodeSlot> slot;
     std::list<std::string>::iterator lru;  // position in lru_

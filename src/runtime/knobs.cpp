@@ -92,8 +92,10 @@ const std::vector<KnobSpec>& KnobSpecs() {
       {"NEURON_ADAPTIVE_GROUP_OPS", "64", "integer >= 1",
        "adaptive mode: recorded ops are cut into groups of at most this many (a group starts "
        "executing once it is full or at a sync point)."},
-      {"NEURON_COMPILE_WORKERS", "1", "integer 1..16",
-       "adaptive mode: background compile threads."},
+      {"NEURON_COMPILE_WORKERS", "0", "integer 0..16",
+       "Compile threads. adaptive: the background compilers (0 = 1, leaving the other cores to "
+       "execution). compile: the threads building a segment's new groups in parallel while the "
+       "executor runs the built ones (0 = one per core)."},
       {"NEURON_COMPILE_QUEUE", "256", "integer >= 1",
        "adaptive mode: most groups waiting for a compile thread; a group that finds the queue "
        "full runs op by op and is queued again when next seen."},
@@ -191,7 +193,7 @@ absl::StatusOr<Knobs> ParseKnobs(const EnvLookup& lookup) {
       {"NEURON_OPT_LEVEL", 0, 3, &opt_level},
       {"NEURON_VERIFY_PASSES", 0, 1, &verify_passes},
       {"NEURON_ADAPTIVE_GROUP_OPS", 1, INT64_MAX, &knobs.adaptive_group_ops},
-      {"NEURON_COMPILE_WORKERS", 1, 16, &knobs.compile_workers},
+      {"NEURON_COMPILE_WORKERS", 0, 16, &knobs.compile_workers},
       {"NEURON_COMPILE_QUEUE", 1, INT64_MAX, &knobs.compile_queue},
       {"NEURON_TIERING", 0, 1, &tiering},
       {"NEURON_COMPILE_NICE", 0, 19, &knobs.compile_nice},
@@ -213,6 +215,14 @@ absl::StatusOr<Knobs> ParseKnobs(const EnvLookup& lookup) {
   knobs.opt_level = static_cast<int>(opt_level);
   knobs.tiering = tiering != 0;
   knobs.verify_passes = verify_passes != 0;
+  if (knobs.compile_workers == 0) {
+    // Background compiles must not take the cores execution runs on; a compile-mode sync waits
+    // for its builds anyway, so they get every core.
+    knobs.compile_workers =
+        knobs.mode == Mode::kAdaptive
+            ? 1
+            : std::clamp<int64_t>(static_cast<int64_t>(std::thread::hardware_concurrency()), 1, 16);
+  }
   if (knobs.executor_threads == 0) {
     knobs.executor_threads = std::max<int64_t>(1, static_cast<int64_t>(std::thread::hardware_concurrency()) - 1);
   }

@@ -42,7 +42,7 @@ struct Knobs {
   bool verify_passes = false;       // verify a group's MLIR after every pass (else once, at the end)
   std::string dump_mlir_dir;        // empty: do not dump
   int64_t adaptive_group_ops = 64;  // most ops per group in adaptive mode
-  int64_t compile_workers = 1;      // adaptive mode's background compile threads
+  int64_t compile_workers = 0;      // compile threads (ParseKnobs resolves 0: adaptive 1, compile cores)
   int64_t compile_queue = 256;      // most groups waiting for a compile thread
   bool tiering = true;              // adaptive: -O0 first, then opt_level
   int64_t compile_nice = 10;        // nice value of the compile threads

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <optional>
 
+#include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
 #include "runtime/profiler.h"
@@ -42,11 +43,16 @@ void CompilePool::Shutdown() {
   {
     absl::MutexLock lock(&mu_);
     stop_ = true;
-    // Dropped first builds leave their slots empty forever: those groups keep running op by op
-    // (only at exit, where it does not matter).
-    first_.clear();
+    // Dropped first builds fail their slots: those groups run op by op (only at exit), and a
+    // compile-mode flush awaiting one returns instead of waiting forever. A dropped tier-up
+    // leaves its slot's fast build in place.
+    for (std::deque<Job>* queue : {&first_, &parked_}) {
+      for (Job& job : *queue) {
+        job.slot->Fail(absl::CancelledError("the compile pool shut down before building this group"));
+      }
+      queue->clear();
+    }
     tier_up_.clear();
-    parked_.clear();
     threads.swap(threads_);
   }
   for (std::thread& t : threads) {
@@ -65,7 +71,7 @@ bool CompilePool::ParkedDue() const { return !parked_.empty() && parked_.front()
 void CompilePool::Worker(int index) {
   // Below the recording and executor threads (Linux: nice is per thread).
   setpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)), options_.nice);
-  runtime::profiler::NameThisThread(absl::StrCat("compile worker ", index));
+  runtime::profiler::NameThisThread(absl::StrCat(options_.thread_name, " ", index));
   while (true) {
     Job job;
     {
@@ -102,7 +108,7 @@ void CompilePool::Run(Job job) {
     }
   }
   const runtime::cache::Levels levels = tiered && job.tier == 0 ? GroupCompiler::FastLevels() : final_levels;
-  BuildResult built = compiler_->Build(job.request, levels, job.tier, /*wait_for_peers=*/false);
+  BuildResult built = compiler_->Build(job.request, levels, job.tier);
   if (built.pending) {
     if (!job.parked) {
       job.parked = true;

@@ -1,7 +1,10 @@
-// CompilePool: adaptive mode's background compilers. Groups whose key has no code yet are queued
-// here; worker threads compile them and publish the code into the key's CodeSlot, where the
-// executor finds it the next time the group runs. Nobody ever waits for a compile (except
-// WaitIdle, for tests and benchmarks).
+// CompilePool: threads that build groups whose key has no code yet and publish the code into the
+// key's CodeSlot.
+//  - adaptive mode: the background compilers. The executor finds the code the next time the group
+//    runs; nobody ever waits for a compile (except WaitIdle, for tests and benchmarks).
+//  - compile mode: the segment builders (no tiering, nice 0, unbounded). A flush queues every new
+//    group of its segment, then awaits the slots in stream order, submitting each unit as soon as
+//    its code is there: the groups build in parallel while the executor runs the built ones.
 //
 //  - Bounded: at most `queue_capacity` first builds wait; Submit refuses beyond that (the
 //    caller forgets the key, so the group is queued again when next seen).
@@ -21,6 +24,7 @@
 #include <cstdint>
 #include <deque>
 #include <memory>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -38,6 +42,7 @@ struct CompilePoolOptions {
   int opt_level = 3;  // the final tier's LLVM level
   int nice = 10;
   int64_t poll_ms = 50;  // retry period of jobs parked on another rank's lease
+  std::string thread_name = "compile worker";  // profiler lane: "<thread_name> <index>"
 };
 
 class CompilePool {
@@ -52,8 +57,8 @@ class CompilePool {
   bool Submit(CompileRequest request, std::shared_ptr<runtime::CodeSlot> slot);
   // Blocks until no compile is queued or running (tier-ups included).
   void WaitIdle();
-  // Drops every queued compile, waits for the running ones, stops the threads. Idempotent; no
-  // Submit succeeds afterwards. Called at exit, before LLVM's static destructors run.
+  // Drops every queued compile (failing its slot, so that nobody awaits it forever), waits for
+  // the running ones, stops the threads. Idempotent; no Submit succeeds afterwards. Called at exit, before LLVM's static destructors run.
   void Shutdown();
 
  private:

@@ -211,16 +211,16 @@ std::optional<runtime::CodeSlot::Code> GroupCompiler::FromPeer(const CompileRequ
 std::optional<runtime::CodeSlot::Code> GroupCompiler::Find(const CompileRequest& request, const Levels& levels,
                                                            int tier) {
   if (std::optional<runtime::CodeSlot::Code> code = FromDisk(request, levels, tier)) return code;
-  if (remote_ == nullptr || remote_->store() == nullptr) return std::nullopt;
+  std::shared_ptr<runtime::cache::RemoteStore> store = remote_ != nullptr ? remote_->known_store() : nullptr;
+  if (store == nullptr) return std::nullopt;
   // Peek only: a published build is fetched; nothing is claimed.
-  std::shared_ptr<runtime::cache::RemoteStore> store = remote_->store();
   const std::string name = RemoteName(request, levels);
   absl::StatusOr<std::optional<std::string>> done = store->Get(name + "/done");
   if (!done.ok() || !done->has_value() || !absl::StartsWith(**done, "ok:")) return std::nullopt;
   return FromPeer(request, name, (*done)->substr(3), levels, tier);
 }
 
-BuildResult GroupCompiler::Build(const CompileRequest& request, const Levels& levels, int tier, bool wait_for_peers) {
+BuildResult GroupCompiler::Build(const CompileRequest& request, const Levels& levels, int tier) {
   BuildResult result;
   if (std::optional<runtime::CodeSlot::Code> code = FromDisk(request, levels, tier)) {
     result.code = *code;
@@ -228,42 +228,30 @@ BuildResult GroupCompiler::Build(const CompileRequest& request, const Levels& le
     return result;
   }
   bool claimed = false;
-  bool waited = false;
   const std::string name = RemoteName(request, levels);
-  if (remote_ != nullptr && remote_->store() != nullptr) {
-    while (true) {
-      runtime::cache::RemoteTier::Probe probe = remote_->FetchOrClaim(name);
-      using State = runtime::cache::RemoteTier::State;
-      if (probe.state == State::kPublished) {
+  if (remote_ != nullptr && remote_->known_store() != nullptr) {
+    runtime::cache::RemoteTier::Probe probe = remote_->FetchOrClaim(name);
+    using State = runtime::cache::RemoteTier::State;
+    switch (probe.state) {
+      case State::kPublished:
         if (std::optional<runtime::CodeSlot::Code> code = FromPeer(request, name, probe.detail, levels, tier)) {
           result.code = *code;
           result.source = "peer";
           return result;
         }
         break;  // unusable: build it here, unclaimed
-      }
-      if (probe.state == State::kFailed) {
+      case State::kFailed:
         result.code = absl::InternalError(absl::StrCat("failed to compile on another rank: ", probe.detail));
         return result;
-      }
-      if (probe.state == State::kClaimed) {
+      case State::kClaimed:
         claimed = true;
         break;
-      }
-      if (probe.state == State::kError) {
+      case State::kError:
         break;  // the store is not answering: build it here
-      }
-      result.pending = true;  // held by another rank
-      if (!wait_for_peers) {
-        return result;  // the caller counts the wait (once per build) and asks again later
-      }
-      if (!waited) {
-        waited = true;
-        cache_stats_->Update([](runtime::cache::CacheCounters& c) { ++c.lease_waits; });
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(options_.remote.poll_ms));
+      case State::kHeldElsewhere:
+        result.pending = true;  // the caller counts the wait (once per build) and asks again later
+        return result;
     }
-    result.pending = false;
   }
   absl::StatusOr<Built> built = Compile(request, levels, tier);
   if (!built.ok()) {
@@ -278,43 +266,8 @@ BuildResult GroupCompiler::Build(const CompileRequest& request, const Levels& le
   return result;
 }
 
-std::shared_ptr<runtime::CodeSlot> GroupCompiler::GetOrStart(const GroupKey& key, const CompileRequest& request,
-                                                             bool* missed, bool* deferred) {
-  bool created = false;
-  std::shared_ptr<runtime::CodeSlot> slot = cache_.Lookup(key.material, &created);
-  *missed = created;
-  *deferred = false;
-  if (!created) {
-    stats_->CountCompileCacheHit();
-    return slot;
-  }
-  BuildResult built = Build(request, FinalLevels(), 0, /*wait_for_peers=*/false);
-  if (built.pending) {
-    *deferred = true;  // Finish counts the wait if the build is still not published then
-  } else if (built.code.ok()) {
-    slot->Publish(*built.code, 0);
-  } else {
-    slot->Fail(built.code.status());
-  }
-  return slot;
-}
-
-void GroupCompiler::Finish(runtime::CodeSlot& slot, const CompileRequest& request) {
-  BuildResult built = Build(request, FinalLevels(), 0, /*wait_for_peers=*/true);
-  if (built.code.ok()) {
-    slot.Publish(*built.code, 0);
-  } else {
-    slot.Fail(built.code.status());
-  }
-}
-
-absl::StatusOr<runtime::CodeSlot::Code> GroupCompiler::GetOrCompile(const GroupKey& key,
-                                                                     const CompileRequest& request, bool* missed) {
-  bool created = false, deferred = false;
-  std::shared_ptr<runtime::CodeSlot> slot = GetOrStart(key, request, &created, &deferred);
-  if (missed != nullptr) *missed = created;
-  if (deferred) Finish(*slot, request);
-  return slot->Await();
+void GroupCompiler::RefreshRemote() {
+  if (remote_ != nullptr) remote_->store();
 }
 
 std::vector<std::string> GroupCompiler::CompiledKeys() const {

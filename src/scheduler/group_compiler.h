@@ -2,9 +2,8 @@
 // the cache tiers: memory (runtime/code_cache.h) -> disk (runtime/cache/disk_cache.h) -> peers
 // (runtime/cache/remote_tier.h) -> build. A build compiles the group's MLIR with
 // mlir_lowering::CompileToObject at given LLVM levels, loads the object, publishes the artifact
-// to disk and to peers. Compile mode goes through GetOrCompile (blocking; waits for a peer's
-// build); adaptive mode through the CompilePool (compile_pool.h), which calls Find and Build
-// and never waits for a peer (Build says "pending" instead).
+// to disk and to peers. Both modes build on a CompilePool (compile_pool.h), which calls Find and
+// Build; Build never waits for a peer (it says "pending" and the pool retries later).
 //
 // Thread-safety: every method may be called from any thread.
 #pragma once
@@ -79,25 +78,17 @@ class GroupCompiler {
   // Never compiles, never claims.
   std::optional<runtime::CodeSlot::Code> Find(const CompileRequest& request, const runtime::cache::Levels& levels,
                                               int tier);
-  // Disk, then peers (claiming the build), then compile and publish. `wait_for_peers`: poll
-  // while another rank builds it (compile mode); otherwise return pending (adaptive).
-  BuildResult Build(const CompileRequest& request, const runtime::cache::Levels& levels, int tier,
-                    bool wait_for_peers);
-  // Counts one build waited for on another rank (adaptive: the pool, when it parks a job).
+  // Disk, then peers (claiming the build), then compile and publish. While another rank holds
+  // the build's lease: nothing happens and the result says pending (the pool asks again later).
+  BuildResult Build(const CompileRequest& request, const runtime::cache::Levels& levels, int tier);
+  // Counts one build waited for on another rank (the pool, when it parks a job).
   void CountLeaseWait() {
     cache_stats_->Update([](runtime::cache::CacheCounters& c) { ++c.lease_waits; });
   }
-  // compile mode: the code for `key`: memory, else Build at the final levels (blocking).
-  // `*missed` (optional) tells whether the key missed the memory cache.
-  absl::StatusOr<runtime::CodeSlot::Code> GetOrCompile(const GroupKey& key, const CompileRequest& request,
-                                                       bool* missed = nullptr);
-  // compile mode, in two steps so that ranks spread a segment's builds among themselves: the
-  // slot for `key`, built now unless another rank holds the build's lease (then `*deferred`:
-  // build nothing yet, move on to the next group, and Finish this one later).
-  std::shared_ptr<runtime::CodeSlot> GetOrStart(const GroupKey& key, const CompileRequest& request, bool* missed,
-                                                bool* deferred);
-  // Completes a deferred build: waits for the other rank's build (or takes over its lease).
-  void Finish(runtime::CodeSlot& slot, const CompileRequest& request);
+  // Looks for torch.distributed's store while none was found (a build only uses a store found
+  // before it: Build and Find never ask Python). Call on the flushing thread before queueing
+  // builds, never on a compile thread (remote_tier.h says why).
+  void RefreshRemote();
 
   runtime::CodeCache& cache() { return cache_; }
   runtime::cache::DiskCache* disk() { return disk_.get(); }
@@ -106,7 +97,8 @@ class GroupCompiler {
   int opt_level() const { return options_.opt_level; }
   // Stops the distributed tier's heartbeat (at exit, with the compile pool).
   void Shutdown();
-  // Hex keys of every group compiled here so far (first builds only), in compile order.
+  // Hex keys of every group compiled here so far (first builds only), in the order their builds
+  // started (with several compile threads that is not always stream order).
   std::vector<std::string> CompiledKeys() const;
   // Wall milliseconds of each successful compile (lower to object + load), in compile order.
   std::vector<double> CompileMillis() const;

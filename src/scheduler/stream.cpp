@@ -1,5 +1,6 @@
 #include "scheduler/stream.h"
 
+#include <cstdint>
 #include <fstream>
 
 #include "absl/strings/str_cat.h"
@@ -60,6 +61,12 @@ Stream::Stream(const runtime::Knobs& knobs, runtime::Stats* stats)
                                                      static_cast<int>(knobs.compile_nice), knobs.cache_poll_ms},
                                   &compiler_)
                             : nullptr),
+      builders_(StreamMode(knobs) != runtime::Mode::kCompile ? nullptr
+                                : std::make_unique<CompilePool>(
+                                      CompilePoolOptions{static_cast<int>(knobs.compile_workers), INT64_MAX,
+                                                         /*tiering=*/false, knobs.opt_level, /*nice=*/0,
+                                                         knobs.cache_poll_ms, "segment builder"},
+                                      &compiler_)),
       executor_(runtime::ExecutorOptions{knobs.max_pending_ops, knobs.last_ops_capacity,
                                          /*track_refs=*/StreamMode(knobs) != runtime::Mode::kEager,
                                          knobs.executor_threads},
@@ -136,6 +143,9 @@ void Stream::ShutdownCompiles() {
   if (pool_ != nullptr) {
     pool_->Shutdown();
   }
+  if (builders_ != nullptr) {
+    builders_->Shutdown();
+  }
   compiler_.Shutdown();  // the distributed tier's heartbeat
 }
 
@@ -148,7 +158,16 @@ void Stream::ExplainMiss(const std::string& key_hex, const std::vector<runtime::
   });
 }
 
-runtime::ExecUnit Stream::MakeGroupUnit(PlannedUnit& p, std::optional<DeferredBuild>* deferred) {
+void Stream::RefreshRemoteOnce(bool* done) {
+  // Here, on the flushing thread, not on a compile thread: finding the store may take the GIL
+  // and import a module (runtime/cache/remote_tier.h).
+  if (!*done) {
+    *done = true;
+    compiler_.RefreshRemote();
+  }
+}
+
+runtime::ExecUnit Stream::MakeGroupUnit(PlannedUnit& p, bool* remote_refreshed) {
   mlir_lowering::LoweredGroup& lowered = *p.lowered;
   std::vector<runtime::OutputBuffer> outputs;
   for (const mlir_lowering::GroupOutput& o : lowered.outputs) {
@@ -165,16 +184,20 @@ runtime::ExecUnit Stream::MakeGroupUnit(PlannedUnit& p, std::optional<DeferredBu
   runtime::ExecUnit unit;
   unit.key = key.Hex();
   runtime::CodeSlot::Code code;
-  if (pool_ == nullptr) {  // compile mode: compile now (blocking), unless another rank is on it
-    bool missed = false, waits_for_peer = false;
-    CompileRequest request = CompileRequest::Of(key, lowered, p.ops);
-    std::shared_ptr<runtime::CodeSlot> slot = compiler_.GetOrStart(key, request, &missed, &waits_for_peer);
-    if (missed) ExplainMiss(unit.key, p.ops);
-    if (waits_for_peer) {
-      *deferred = DeferredBuild{std::move(request), slot};
+  if (builders_ != nullptr) {  // compile mode: queue the build of a new key on the segment builders
+    bool created = false;
+    std::shared_ptr<runtime::CodeSlot> slot = compiler_.cache().Lookup(key.material, &created);
+    if (created) {
+      ExplainMiss(unit.key, p.ops);
+      RefreshRemoteOnce(remote_refreshed);
+      if (!builders_->Submit(CompileRequest::Of(key, lowered, p.ops), slot)) {  // only once shut down
+        slot->Fail(absl::CancelledError("the compile threads shut down before building this group"));
+      }
+    } else {
+      stats_->CountCompileCacheHit();
     }
     if (!slot->settled()) {
-      unit.slot = std::move(slot);  // Flush finishes it before submitting this unit
+      unit.slot = std::move(slot);  // Flush awaits it before submitting this unit
     } else {
       absl::StatusOr<runtime::CodeSlot::Code> compiled = slot->Await();
       if (!compiled.ok()) {
@@ -188,6 +211,7 @@ runtime::ExecUnit Stream::MakeGroupUnit(PlannedUnit& p, std::optional<DeferredBu
     std::shared_ptr<runtime::CodeSlot> slot = compiler_.cache().Lookup(key.material, &created);
     if (created) {
       ExplainMiss(unit.key, p.ops);
+      RefreshRemoteOnce(remote_refreshed);
       if (!pool_->Submit(CompileRequest::Of(key, lowered, p.ops), slot)) {
         compiler_.cache().Erase(key.material);  // queue full: queued again when next seen
         stats_->CountCompileQueueFull();
@@ -240,36 +264,38 @@ void Stream::Flush() {
     runtime::profiler::Add(std::move(e));
   }
   const uint64_t batch = ++batches_;
-  // compile mode with peers: a group another rank is building is set aside (with every unit
-  // after it, to keep stream order) while this rank builds the groups nobody has claimed yet;
-  // then the set-aside builds are finished (fetched, usually) and the units submitted in order.
-  std::vector<std::pair<runtime::ExecUnit, std::optional<DeferredBuild>>> held;
+  // compile mode: every new group of the segment is queued on the builders by MakeGroupUnit
+  // (several build at once; with peers, each rank builds the groups nobody has claimed yet and
+  // fetches the others). From the first unit whose code is not there yet, units are held and
+  // submitted in stream order, each as soon as its code is: the executor runs the built groups
+  // while the later ones still build.
+  std::vector<runtime::ExecUnit> held;
+  bool remote_refreshed = false;
   for (PlannedUnit& p : planned) {
     runtime::ExecUnit unit;
-    std::optional<DeferredBuild> deferred;
     if (p.lowered.has_value()) {
-      unit = MakeGroupUnit(p, &deferred);
+      unit = MakeGroupUnit(p, &remote_refreshed);
     } else {
       unit.ops = std::move(p.ops);
       unit.unlowered = true;
     }
     unit.batch = batch;
-    const bool unsettled = pool_ == nullptr && unit.slot != nullptr && !unit.slot->settled();
+    const bool unsettled = builders_ != nullptr && unit.slot != nullptr && !unit.slot->settled();
     if (unsettled || !held.empty()) {
-      held.emplace_back(std::move(unit), std::move(deferred));
+      held.push_back(std::move(unit));
       continue;
     }
     executor_.Submit(std::move(unit));
   }
-  for (auto& [unit, deferred] : held) {
-    if (deferred.has_value()) {
-      compiler_.Finish(*deferred->slot, deferred->request);
-    }
+  for (runtime::ExecUnit& unit : held) {
     if (unit.slot != nullptr && unit.compiled.has_value()) {
       absl::StatusOr<runtime::CodeSlot::Code> code = unit.slot->Await();
       if (code.ok()) unit.compiled->code = *code;  // else the executor runs it op by op
     }
     executor_.Submit(std::move(unit));
+  }
+  if (!held.empty()) {
+    compiler_.cache().Trim();  // the builds that ran at once may have passed the memory tier's limits
   }
   // Units finished two flushes ago release their tensors now (waiting for them if the executor
   // is behind): a point fixed in the stream, so storage use counts do not depend on timing.

@@ -4,7 +4,8 @@
 //  - compile: ops wait in the pending segment; at a sync point (or when the segment reaches
 //    NEURON_MAX_PENDING_OPS: backpressure) the segment is cut into groups (grouper.h), each
 //    group is compiled (blocking; the in-memory cache makes step 2 compile nothing) and the
-//    units are submitted in order.
+//    units are submitted in order. New groups build in parallel on NEURON_COMPILE_WORKERS
+//    threads; each unit is submitted as soon as its code is there.
 //  - adaptive: the segment is cut as soon as it holds NEURON_ADAPTIVE_GROUP_OPS ops (and at
 //    sync points), with that group size. A group whose key has no code yet is queued on the
 //    CompilePool and submitted anyway: the executor runs it compiled if its code is ready when
@@ -60,12 +61,9 @@ class Stream {
   bool Groups() const { return mode_ != runtime::Mode::kEager && !launch_blocking_; }
   // Cuts the pending segment into units, attaches (or starts) their code, submits them.
   void Flush();
-  // A compile-mode build another rank holds the lease on: finished before its unit is submitted.
-  struct DeferredBuild {
-    CompileRequest request;
-    std::shared_ptr<runtime::CodeSlot> slot;
-  };
-  runtime::ExecUnit MakeGroupUnit(PlannedUnit& planned, std::optional<DeferredBuild>* deferred);
+  // `*remote_refreshed`: whether this flush already looked for torch.distributed's store.
+  runtime::ExecUnit MakeGroupUnit(PlannedUnit& planned, bool* remote_refreshed);
+  void RefreshRemoteOnce(bool* done);
   void ExplainMiss(const std::string& key_hex, const std::vector<runtime::OpRecord>& ops);
 
   const runtime::Mode mode_;
@@ -85,7 +83,8 @@ class Stream {
   runtime::cache::CacheStats cache_stats_;
   MissExplainer explainer_;
   GroupCompiler compiler_;
-  std::unique_ptr<CompilePool> pool_;  // adaptive mode only
+  std::unique_ptr<CompilePool> pool_;      // adaptive mode only: the background compilers
+  std::unique_ptr<CompilePool> builders_;  // compile mode only: the segment builders
   runtime::Executor executor_;
 };
 

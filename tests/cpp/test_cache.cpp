@@ -265,6 +265,24 @@ TEST_CASE("memory tier: LRU by entries and bytes, never evicting a slot being bu
   small.Lookup("z", &created);
   small.Lookup("x", &created);
   CHECK(created);
+
+  // Several builds at once (compile mode's segment builders): slots still building are never
+  // evicted, so the cache may pass its limit; Trim brings it back once they are built.
+  trn::runtime::CodeCache busy({2, int64_t{1} << 30}, &stats);
+  auto p = busy.Lookup("p", &created);
+  auto q = busy.Lookup("q", &created);
+  auto r = busy.Lookup("r", &created);
+  CHECK(busy.size() == 3);
+  busy.Trim();
+  CHECK(busy.size() == 3);  // nothing settled: nothing to evict
+  publish(p, 10);
+  publish(q, 10);
+  publish(r, 10);
+  busy.Lookup("q", &created);  // p is now the least recently used
+  busy.Trim();
+  CHECK(busy.size() == 2);
+  busy.Lookup("p", &created);
+  CHECK(created);  // p went
 }
 
 namespace {

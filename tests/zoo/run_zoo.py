@@ -300,6 +300,10 @@ def run(pairs, args, sink):
                            OMP_NUM_THREADS="1", NEURON_EXECUTOR_THREADS="1")
                 if mode != "eager":
                     env["NEURON_OPT_LEVEL"] = "0"
+                if mode == "compile":
+                    # the segment builders: the cores this worker's share allows (adaptive keeps
+                    # its one background compiler)
+                    env["NEURON_COMPILE_WORKERS"] = str(max(1, (os.cpu_count() or 1) // args.jobs))
                 # stderr goes to a file: a pipe nobody reads until the worker ends would block a
                 # worker that warns a lot (every group that does not compile warns).
                 err_path = os.path.join(tmp, f"w{n}.err")

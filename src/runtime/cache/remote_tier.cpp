@@ -50,11 +50,16 @@ RemoteTier::RemoteTier(RemoteOptions options, RemoteStoreProvider provider, Cach
 
 RemoteTier::~RemoteTier() { Shutdown(); }
 
+std::shared_ptr<RemoteStore> RemoteTier::known_store() {
+  absl::MutexLock lock(&mu_);
+  return store_;
+}
+
 std::shared_ptr<RemoteStore> RemoteTier::store() {
   {
-    // Asked again every time while there is none (once per build, never per op): the program
-    // may initialise torch.distributed at any point, and a build that missed it would be
-    // compiled by every rank.
+    // Asked again every time while there is none (once per flush that builds something, never
+    // per op): the program may initialise torch.distributed at any point, and a build that
+    // missed it would be compiled by every rank.
     absl::MutexLock lock(&mu_);
     if (store_ != nullptr || stop_) return store_;
   }

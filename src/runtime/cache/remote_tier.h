@@ -63,8 +63,14 @@ class RemoteTier {
   RemoteTier(RemoteOptions options, RemoteStoreProvider provider, CacheStats* stats);
   ~RemoteTier();  // Shutdown()
 
-  // The store, asking the provider while there is none.
+  // The store, asking the provider while there is none. The process-wide provider takes the
+  // GIL and may import a Python module: call this only on a thread no recording thread waits
+  // for (a thread that records ops, or holds the GIL), never on a compile thread: a recording
+  // thread blocked in a compile-mode flush while importing torch_trn holds the module's import
+  // lock, and a compile thread importing torch_trn._dist_cache would wait for it forever.
   std::shared_ptr<RemoteStore> store();
+  // The store found so far (null until store() found one); never asks the provider.
+  std::shared_ptr<RemoteStore> known_store();
   int rank();
 
   enum class State { kPublished, kFailed, kClaimed, kHeldElsewhere, kError };
