@@ -142,6 +142,8 @@ def test_fresh_runs_again_only_the_selected_pairs(tmp_path):
     assert [r.get("marker") for r in records[2:]] == [None], records
     assert records[2]["model"] == "repo/layernorm_mlp" and records[2]["mode"] == "eager"
     assert records[2]["status"] == "pass" and records[2]["cpu_losses"], records[2]
+    # the worker's resident memory before the device steps and its peak during them
+    assert 0 < records[2]["rss_before_mb"] <= records[2]["device_peak_rss_mb"], records[2]
 
 
 def test_a_report_reads_back_into_the_results_it_shows(tmp_path):
@@ -153,7 +155,8 @@ def test_a_report_reads_back_into_the_results_it_shows(tmp_path):
     recs = [
         {"model": "hf/a/x", "mode": "eager", "status": "pass", "max_rel": 0.0, "device_s": 0.25,
          "host_fallback_ops": ["aten::nonzero", "torchvision::nms"]},
-        {"model": "hf/a/x", "mode": "compile", "status": "pass", "max_rel": 3.14e-4, "compiled_share": 0.93},
+        {"model": "hf/a/x", "mode": "compile", "status": "pass", "max_rel": 3.14e-4, "compiled_share": 0.93,
+         "rss_before_mb": 1200, "device_peak_rss_mb": 3100},
         {"model": "hf/a/x", "mode": "adaptive", "status": "pass", "max_rel": 0.0123, "step1_only": True,
          "compiled_share": 0.41, "adaptive_waited": True},
         {"model": "timm/b", "mode": "adaptive", "status": "pass", "max_rel": 0.0},
@@ -179,6 +182,9 @@ def test_a_report_reads_back_into_the_results_it_shows(tmp_path):
     assert back[("hf/a/x", "eager")]["host_fallback_ops"] == ["aten::nonzero", "torchvision::nms"]
     assert back[("hf/a/x", "compile")]["compiled_share"] == 0.93
     assert back[("hf/a/x", "adaptive")]["compiled_share"] == 0.41
+    assert (back[("hf/a/x", "compile")]["rss_before_mb"], back[("hf/a/x", "compile")]["device_peak_rss_mb"]) \
+        == (1200, 3100)
+    assert "device_peak_rss_mb" not in back[("hf/a/x", "eager")]
     # a report made before the adaptive column still reads back
     old_path = tmp_path / "old_report.md"
     old_path.write_text(

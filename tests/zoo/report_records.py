@@ -5,7 +5,7 @@ from the report lets a fresh clone resume tier 3 where the report stands instead
 over (the full run takes most of a day on 2 cores). A report keeps less than a record: status,
 max relative difference (to the report's precision), how a pass outside rtol was judged
 (judged_by), step1_only, the eager run's device time
-and host-fallback ops, compile mode's compiled share. Losses, float64 distances and compile
+and host-fallback ops, the compiled shares, and the memory section's resident sizes. Losses, float64 distances and compile
 failures are not in it; every seeded record says where it came from (`from_report`), and the
 report counts such records. An expected failure's cell says `xfail`, not how it failed: it is
 seeded as a failure, so `--rerun` runs it again.
@@ -34,15 +34,19 @@ def records_from_report(path, source=None):
     marks_how = '"by float64"' in text  # the report marks how passes outside rtol were judged
     lines = text.splitlines()
     errors = {}
+    memory = {}
     section = None
     for line in lines:
         if line.startswith("## "):
             section = line[3:].strip()
             continue
-        if section == "Failures" and line.startswith("| ") and not line.startswith("| model"):
-            c = _row(line)
-            if len(c) >= 4:
-                errors[(c[0], c[1])] = c[3]
+        if not line.startswith("| ") or line.startswith("| model"):
+            continue
+        c = _row(line)
+        if section == "Failures" and len(c) >= 4:
+            errors[(c[0], c[1])] = c[3]
+        elif section == "Memory" and len(c) >= 4:
+            memory[(c[0], c[1])] = {"rss_before_mb": int(c[2]), "device_peak_rss_mb": int(c[3])}
     records = []
     header = None
     for line in lines:
@@ -96,6 +100,7 @@ def records_from_report(path, source=None):
                         rec["compiled_share"] = float(val)
             elif mode == "compile" and row.get("compiled share"):  # reports before the adaptive column
                 rec["compiled_share"] = float(row["compiled share"])
+            rec.update(memory.get((row["model"], mode), {}))
             records.append(rec)
     if header is None:
         raise ValueError(f"{path}: no per-model table (is it a tier-3 report?)")

@@ -103,6 +103,26 @@ def _mem_available():
         return None
     return None
 
+def _status_mb(key):
+    # VmRSS / VmHWM (peak resident) of this worker, in MB; None where /proc is missing
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith(key + ":"):
+                    return int(line.split()[1]) // 1024
+    except OSError:
+        return None
+    return None
+
+def _reset_peak_rss():
+    # Linux >= 4.0: writing 5 to clear_refs resets VmHWM to the current RSS
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+        return True
+    except OSError:
+        return False
+
 def train(model, inputs, device):
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
     losses = []
@@ -130,10 +150,16 @@ for name in sys.argv[1].split(","):
         cpu_in = zm.make_inputs(0)
         dev_in = {{k: (v.to("neuron") if isinstance(v, torch.Tensor) else v) for k, v in cpu_in.items()}}
         torch_trn.reset_stats()
+        peak_reset = _reset_peak_rss()
+        base_rss = _status_mb("VmRSS")
         t1 = time.time()
         dev = train(dev_model, dev_in, "neuron")
         rec["device_s"] = round(time.time() - t1, 3)
         torch_trn.wait_for_compiles()
+        if peak_reset and base_rss is not None:
+            # resident memory before the device steps (the CPU model, the device model and the
+            # inputs) and its peak during them: the steps' own cost is the difference
+            rec["rss_before_mb"], rec["device_peak_rss_mb"] = base_rss, _status_mb("VmHWM")
         s = torch_trn.stats()
         del dev_model, dev_in  # the CPU run does not need the device's weights and Adam state
         ref = train(cpu_model, cpu_in, "cpu")
@@ -436,6 +462,16 @@ def write_report(path, records, features, tier, zoo_size):
             why, _ = next(iter(r["compile_failures"].items()))
             lines.append(f"| {r['model']} | {r['mode']} | {sum(r['compile_failures'].values())} | "
                          f"{why.replace('|', '/')[:200]} |")
+    measured = [r for rs in by_model.values() for r in rs.values() if "device_peak_rss_mb" in r]
+    if measured:
+        lines += ["", "## Memory", "",
+                  "Resident memory of the worker (MB) before the device steps (CPU model, device model "
+                  "and inputs) and its peak during them (VmHWM, reset before the steps); the steps' own "
+                  "cost is the difference. Recorded since 2026-12-02.", "",
+                  "| model | mode | before MB | peak MB | steps MB |", "|---|---|---|---|---|"]
+        for r in sorted(measured, key=lambda r: (r["model"], MODES.index(r["mode"]))):
+            lines.append(f"| {r['model']} | {r['mode']} | {r['rss_before_mb']} | {r['device_peak_rss_mb']} | "
+                         f"{r['device_peak_rss_mb'] - r['rss_before_mb']} |")
     with open(path, "w") as f:
         f.write("\n".join(lines) + "\n")
 
