@@ -22,6 +22,7 @@
 #include "runtime/op_error.h"
 #include "trace/autograd_barrier.h"
 #include "trace/device_state.h"
+#include "trace/fallback.h"
 
 namespace py = pybind11;
 
@@ -218,6 +219,20 @@ py::list KnobTable() {
   return out;
 }
 
+py::dict MemoryStats() {
+  StateOrRaise();
+  const runtime::BlockCache::Stats s = trace::DeviceMemory().stats();
+  py::dict out;
+  out["allocated_bytes"] = s.allocated;
+  out["peak_allocated_bytes"] = s.peak_allocated;
+  out["cached_bytes"] = s.cached;
+  out["reserved_bytes"] = s.allocated + s.cached;
+  out["allocations"] = s.allocations;
+  out["cache_reuses"] = s.reuses;
+  out["released_bytes"] = s.released;
+  return out;
+}
+
 py::dict MlirSelfTest() {
   absl::StatusOr<mlir_lowering::SelfTestResult> r;
   {
@@ -291,6 +306,10 @@ PYBIND11_MODULE(_C, m) {
     if (!status.ok()) Raise(status);
   }, py::arg("path"), "Stops the active profile and writes its Chrome trace-event JSON to path.");
   m.def("profile_active", [] { return trn::runtime::profiler::Active(); });
+  m.def("memory_stats", &MemoryStats, "Counters of the device allocator (no sync).");
+  m.def("empty_cache", [] { StateOrRaise(); return trn::trace::DeviceMemory().Release(); },
+        "Returns the cached free device blocks to the system; the bytes released (no sync).");
+  m.def("reset_peak_memory_stats", [] { StateOrRaise(); trn::trace::DeviceMemory().ResetPeak(); });
   m.def("mlir_selftest", &MlirSelfTest, "JIT-compiles and runs a small MLIR function in this process.");
   RegisterCacheBindings(m, &StateOrRaise);
 }

@@ -123,6 +123,47 @@ def reset_cache_stats() -> None:
     _C.reset_cache_stats()
 
 
+def memory_stats() -> dict:
+    """Device memory counters (docs/memory.md), exact at this point of the program.
+
+    It is a sync point: the pending ops run first, so tensors that only queued ops still held
+    count as freed.
+    {"allocated_bytes": bytes of live device tensors' blocks,
+     "peak_allocated_bytes": the most allocated since start or reset_peak_memory_stats(),
+     "cached_bytes": freed blocks kept for reuse (NEURON_DEVICE_CACHE_BYTES),
+     "reserved_bytes": allocated + cached, "allocations", "cache_reuses",
+     "released_bytes": cached bytes returned to the system by empty_cache() and retries}
+    """
+    _C.sync()
+    return _C.memory_stats()
+
+
+def memory_allocated() -> int:
+    """Bytes of live device tensors' blocks (a sync point, like memory_stats())."""
+    return memory_stats()["allocated_bytes"]
+
+
+def max_memory_allocated() -> int:
+    """The most bytes allocated since start or reset_peak_memory_stats() (a sync point)."""
+    return memory_stats()["peak_allocated_bytes"]
+
+
+def reset_peak_memory_stats() -> None:
+    """Starts a new peak at the bytes allocated now (after the pending ops ran)."""
+    _C.sync()
+    _C.reset_peak_memory_stats()
+
+
+def empty_cache() -> int:
+    """Returns the freed device blocks kept for reuse to the system; the bytes released.
+
+    Like torch.cuda.empty_cache(): live tensors are untouched. It is a sync point, so blocks
+    that only queued ops still held are released too.
+    """
+    _C.sync()
+    return _C.empty_cache()
+
+
 class profile:
     """Records the overlap timeline of the code inside the block and writes it to `path`.
 
@@ -217,4 +258,6 @@ def _drain_at_exit():
 _atexit.register(_drain_at_exit)
 
 __all__ = ["device", "sync", "mode", "stats", "reset_stats", "last_ops", "current_op", "knobs",
-           "wait_for_compiles", "profile", "trace_ops", "cache_stats", "reset_cache_stats"]
+           "wait_for_compiles", "profile", "trace_ops", "cache_stats", "reset_cache_stats",
+           "memory_stats", "memory_allocated", "max_memory_allocated", "reset_peak_memory_stats",
+           "empty_cache"]

@@ -119,3 +119,41 @@ def get_amp_supported_dtype():
 
 def is_autocast_enabled() -> bool:
     return False
+
+
+# Memory, with torch.cuda's names (docs/memory.md). Each is a sync point: pending ops run first.
+def _check_device(device) -> None:
+    if device is None:
+        return
+    if not isinstance(device, int) and _torch.device(device).type != "neuron":
+        raise ValueError(f"neuron: {device} is not a neuron device")
+    set_device(device)  # checks the index: there is one device
+
+
+def memory_stats(device=None) -> dict:
+    _check_device(device)
+    from . import memory_stats as _stats
+    return _stats()
+
+
+def memory_allocated(device=None) -> int:
+    return memory_stats(device)["allocated_bytes"]
+
+
+def max_memory_allocated(device=None) -> int:
+    return memory_stats(device)["peak_allocated_bytes"]
+
+
+def memory_reserved(device=None) -> int:
+    return memory_stats(device)["reserved_bytes"]
+
+
+def reset_peak_memory_stats(device=None) -> None:
+    _check_device(device)
+    from . import reset_peak_memory_stats as _reset
+    _reset()
+
+
+def empty_cache() -> None:
+    from . import empty_cache as _empty
+    _empty()

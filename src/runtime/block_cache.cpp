@@ -1,15 +1,48 @@
 #include "runtime/block_cache.h"
 
+#include <sys/mman.h>
+
 #include <cstdlib>
 
 namespace trn::runtime {
+namespace {
 
-BlockCache::~BlockCache() {
-  absl::MutexLock lock(&mu_);
-  for (auto& [size, bases] : free_) {
-    for (void* base : bases) {
-      std::free(base);
-    }
+// Large blocks are mappings of their own, so freeing one (Release, or a Free beyond the
+// capacity) gives its pages back to the system at once. Through malloc they would stay in the
+// allocating thread's arena, where neither the system nor another thread's malloc can use them
+// (measured: empty_cache() released 1.7 GB of blocks and the resident size fell by 19 MB).
+void* MapBlock(size_t bytes) {
+  void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  return p == MAP_FAILED ? nullptr : p;
+}
+
+void SystemFree(void* base, const size_t size, const bool large) {
+  if (large) {
+    munmap(base, size + BlockCache::kAlignment);
+  } else {
+    std::free(base);
+  }
+}
+
+}  // namespace
+
+BlockCache::~BlockCache() { Release(); }
+
+void* BlockCache::SystemAllocate(size_t bytes, bool large) {
+  auto allocate = [&] { return large ? MapBlock(bytes) : std::aligned_alloc(kAlignment, bytes); };
+  void* base = allocate();
+  if (base == nullptr && Release() > 0) {
+    base = allocate();  // the cached blocks made room
+  }
+  return base;
+}
+
+void BlockCache::CountAllocation(size_t size) {
+  allocations_.fetch_add(1, std::memory_order_relaxed);
+  const int64_t now = allocated_.fetch_add(static_cast<int64_t>(size), std::memory_order_relaxed) +
+                      static_cast<int64_t>(size);
+  int64_t peak = peak_.load(std::memory_order_relaxed);
+  while (now > peak && !peak_.compare_exchange_weak(peak, now, std::memory_order_relaxed)) {
   }
 }
 
@@ -28,12 +61,15 @@ void* BlockCache::Allocate(size_t n) {
     }
   }
   if (base == nullptr) {
-    base = std::aligned_alloc(kAlignment, data + kAlignment);
+    base = SystemAllocate(data + kAlignment, large);
     if (base == nullptr) {
       return nullptr;
     }
   }
-  static_cast<Header*>(base)->size = large ? data : 0;
+  auto* header = static_cast<Header*>(base);
+  header->size = data;
+  header->large = large;
+  CountAllocation(data);
   return static_cast<char*>(base) + kAlignment;
 }
 
@@ -42,8 +78,11 @@ void BlockCache::Free(void* p) {
     return;
   }
   void* base = static_cast<char*>(p) - kAlignment;
-  const size_t size = static_cast<Header*>(base)->size;
-  if (size != 0) {
+  const auto* header = static_cast<const Header*>(base);
+  const size_t size = header->size;
+  allocated_.fetch_sub(static_cast<int64_t>(size), std::memory_order_relaxed);
+  const bool large = header->large;
+  if (large) {
     absl::MutexLock lock(&mu_);
     if (cached_ + size <= capacity_) {
       free_[size].push_back(base);
@@ -51,7 +90,41 @@ void BlockCache::Free(void* p) {
       return;
     }
   }
-  std::free(base);
+  SystemFree(base, size, large);
+}
+
+int64_t BlockCache::Release() {
+  std::map<size_t, std::vector<void*>> blocks;
+  {
+    absl::MutexLock lock(&mu_);
+    blocks.swap(free_);
+    released_ += static_cast<int64_t>(cached_);
+    cached_ = 0;
+  }
+  int64_t bytes = 0;
+  for (auto& [size, bases] : blocks) {  // freed outside the lock
+    for (void* base : bases) {
+      SystemFree(base, size, /*large=*/true);
+      bytes += static_cast<int64_t>(size);
+    }
+  }
+  return bytes;
+}
+
+void BlockCache::ResetPeak() { peak_.store(allocated_.load(std::memory_order_relaxed), std::memory_order_relaxed); }
+
+BlockCache::Stats BlockCache::stats() const {
+  Stats s;
+  {
+    absl::MutexLock lock(&mu_);
+    s.cached = static_cast<int64_t>(cached_);
+    s.reuses = reuses_;
+    s.released = released_;
+  }
+  s.allocated = allocated_.load(std::memory_order_relaxed);
+  s.peak_allocated = peak_.load(std::memory_order_relaxed);
+  s.allocations = allocations_.load(std::memory_order_relaxed);
+  return s;
 }
 
 int64_t BlockCache::cached_bytes() const {

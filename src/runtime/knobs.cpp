@@ -108,6 +108,9 @@ const std::vector<KnobSpec>& KnobSpecs() {
       {"NEURON_EXECUTOR_THREADS", "0", "integer >= 0",
        "OpenMP threads the executor's CPU kernels use; 0 = one less than the machine's cores "
        "(at least 1), leaving a core to the recording thread (docs/adaptive.md)."},
+      {"NEURON_DEVICE_CACHE_BYTES", "2147483648", "integer >= 0",
+       "Bytes of freed device memory blocks (1 MiB and larger) kept for reuse instead of being "
+       "returned to the system; torch_trn.empty_cache() releases them (docs/memory.md)."},
       {"NEURON_TEST_COMPILE_FAULT", "(unset)", "fail | slow",
        "For tests only: every group compile fails (fail), or takes 2 s longer (slow)."},
       {"NEURON_PROFILE", "(unset)", "a file path",
@@ -198,6 +201,7 @@ absl::StatusOr<Knobs> ParseKnobs(const EnvLookup& lookup) {
       {"NEURON_TIERING", 0, 1, &tiering},
       {"NEURON_COMPILE_NICE", 0, 19, &knobs.compile_nice},
       {"NEURON_EXECUTOR_THREADS", 0, 1024, &knobs.executor_threads},
+      {"NEURON_DEVICE_CACHE_BYTES", 0, INT64_MAX, &knobs.device_cache_bytes},
   };
   for (const IntKnob& k : int_knobs) {
     if (auto v = lookup(k.name)) {

@@ -20,6 +20,7 @@
 
 #include "runtime/host_view.h"
 #include "runtime/block_cache.h"
+#include "runtime/knobs.h"
 #include "runtime/profiler.h"
 #include "trace/device_state.h"
 #include "trace/fallback.h"
@@ -30,10 +31,14 @@ namespace {
 
 
 // Device storage lives in host memory (the executor runs ATen CPU kernels on it; a real
-// NeuronCore would own HBM here).
-// Device memory is host memory; large blocks are recycled (runtime/block_cache.h).
+// NeuronCore would own HBM here). Large blocks are recycled, up to NEURON_DEVICE_CACHE_BYTES
+// (runtime/block_cache.h). Never destroyed: tensors may be freed during process exit.
 runtime::BlockCache& Blocks() {
-  static auto* cache = new runtime::BlockCache(size_t{2} << 30);  // keep up to 2 GiB of freed blocks
+  static auto* cache = [] {
+    const auto& knobs = runtime::GetKnobs();  // a bad value is reported by the first device op
+    const int64_t capacity = knobs.ok() ? knobs->device_cache_bytes : runtime::Knobs().device_cache_bytes;
+    return new runtime::BlockCache(static_cast<size_t>(capacity));
+  }();
   return *cache;
 }
 
@@ -190,6 +195,8 @@ bool HasCompatibleShallowCopyType(const at::Tensor& self, const at::Tensor& from
 }  // namespace
 
 c10::Allocator* DeviceAllocator() { return &g_allocator; }
+
+runtime::BlockCache& DeviceMemory() { return Blocks(); }
 
 c10::DispatchKeySet DeviceKeySet() { return c10::DispatchKeySet(c10::DispatchKey::PrivateUse1); }
 

@@ -144,6 +144,7 @@ def test_fresh_runs_again_only_the_selected_pairs(tmp_path):
     assert records[2]["status"] == "pass" and records[2]["cpu_losses"], records[2]
     # the worker's resident memory before the device steps and its peak during them
     assert 0 < records[2]["rss_before_mb"] <= records[2]["device_peak_rss_mb"], records[2]
+    assert records[2]["device_peak_alloc_mb"] >= 0, records[2]  # a small model: may round to 0 MB
 
 
 def test_a_report_reads_back_into_the_results_it_shows(tmp_path):
@@ -156,7 +157,7 @@ def test_a_report_reads_back_into_the_results_it_shows(tmp_path):
         {"model": "hf/a/x", "mode": "eager", "status": "pass", "max_rel": 0.0, "device_s": 0.25,
          "host_fallback_ops": ["aten::nonzero", "torchvision::nms"]},
         {"model": "hf/a/x", "mode": "compile", "status": "pass", "max_rel": 3.14e-4, "compiled_share": 0.93,
-         "rss_before_mb": 1200, "device_peak_rss_mb": 3100},
+         "rss_before_mb": 1200, "device_peak_rss_mb": 3100, "device_peak_alloc_mb": 1500},
         {"model": "hf/a/x", "mode": "adaptive", "status": "pass", "max_rel": 0.0123, "step1_only": True,
          "compiled_share": 0.41, "adaptive_waited": True},
         {"model": "timm/b", "mode": "adaptive", "status": "pass", "max_rel": 0.0},
@@ -184,6 +185,7 @@ def test_a_report_reads_back_into_the_results_it_shows(tmp_path):
     assert back[("hf/a/x", "adaptive")]["compiled_share"] == 0.41
     assert (back[("hf/a/x", "compile")]["rss_before_mb"], back[("hf/a/x", "compile")]["device_peak_rss_mb"]) \
         == (1200, 3100)
+    assert back[("hf/a/x", "compile")]["device_peak_alloc_mb"] == 1500
     assert "device_peak_rss_mb" not in back[("hf/a/x", "eager")]
     # a report made before the adaptive column still reads back
     old_path = tmp_path / "old_report.md"

@@ -47,6 +47,8 @@ def records_from_report(path, source=None):
             errors[(c[0], c[1])] = c[3]
         elif section == "Memory" and len(c) >= 4:
             memory[(c[0], c[1])] = {"rss_before_mb": int(c[2]), "device_peak_rss_mb": int(c[3])}
+            if len(c) >= 6 and c[5]:
+                memory[(c[0], c[1])]["device_peak_alloc_mb"] = int(c[5])
     records = []
     header = None
     for line in lines:

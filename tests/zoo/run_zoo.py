@@ -150,6 +150,8 @@ for name in sys.argv[1].split(","):
         cpu_in = zm.make_inputs(0)
         dev_in = {{k: (v.to("neuron") if isinstance(v, torch.Tensor) else v) for k, v in cpu_in.items()}}
         torch_trn.reset_stats()
+        torch_trn.reset_peak_memory_stats()
+        alloc_before = torch_trn.memory_allocated()
         peak_reset = _reset_peak_rss()
         base_rss = _status_mb("VmRSS")
         t1 = time.time()
@@ -160,8 +162,11 @@ for name in sys.argv[1].split(","):
             # resident memory before the device steps (the CPU model, the device model and the
             # inputs) and its peak during them: the steps' own cost is the difference
             rec["rss_before_mb"], rec["device_peak_rss_mb"] = base_rss, _status_mb("VmHWM")
+        # device memory of the steps themselves (gradients, optimizer state, activations)
+        rec["device_peak_alloc_mb"] = (torch_trn.max_memory_allocated() - alloc_before) // (1 << 20)
         s = torch_trn.stats()
         del dev_model, dev_in  # the CPU run does not need the device's weights and Adam state
+        torch_trn.empty_cache()  # nor the device's cached free blocks (up to 2 GiB)
         ref = train(cpu_model, cpu_in, "cpu")
         worst = rel(dev, ref)
         ok = worst <= {rtol}
@@ -467,11 +472,13 @@ def write_report(path, records, features, tier, zoo_size):
         lines += ["", "## Memory", "",
                   "Resident memory of the worker (MB) before the device steps (CPU model, device model "
                   "and inputs) and its peak during them (VmHWM, reset before the steps); the steps' own "
-                  "cost is the difference. Recorded since 2026-12-02.", "",
-                  "| model | mode | before MB | peak MB | steps MB |", "|---|---|---|---|---|"]
+                  "cost is the difference; \"device peak\" is the most device memory the steps allocated "
+                  "beyond the model and inputs (torch_trn.max_memory_allocated(), docs/memory.md). "
+                  "Recorded since 2026-12-02.", "",
+                  "| model | mode | before MB | peak MB | steps MB | device peak MB |", "|---|---|---|---|---|---|"]
         for r in sorted(measured, key=lambda r: (r["model"], MODES.index(r["mode"]))):
             lines.append(f"| {r['model']} | {r['mode']} | {r['rss_before_mb']} | {r['device_peak_rss_mb']} | "
-                         f"{r['device_peak_rss_mb'] - r['rss_before_mb']} |")
+                         f"{r['device_peak_rss_mb'] - r['rss_before_mb']} | {r.get('device_peak_alloc_mb', '')} |")
     with open(path, "w") as f:
         f.write("\n".join(lines) + "\n")
 
