@@ -6,13 +6,15 @@
 // are rounded up to a multiple of kMinBlock and, when freed, kept (up to `capacity` bytes in
 // total) for the next allocation of the same rounded size. Each large block is a mapping of its
 // own (mmap), so a block the cache does not keep, and every block Release drops, goes back to
-// the system at once. Smaller blocks go to malloc, which caches them itself. A reused block holds stale data, as any uninitialised allocation may.
+// the system at once. Smaller blocks go to malloc, which caches them itself. A reused block
+// holds stale data, as any uninitialised allocation may.
 //
 // Accounting (torch_trn.memory_stats(), torch.neuron.memory_allocated()): `allocated` is the
 // bytes of live blocks (rounded sizes, small ones too), `peak_allocated` its maximum since the
-// last ResetPeak, `cached` the bytes of freed large blocks kept for reuse. When the system has
-// no memory for a block, the cached blocks are released and the allocation is tried once more,
-// so idle cached blocks never cause an out-of-memory error.
+// last ResetPeak, `cached` the bytes of freed large blocks kept for reuse. When the system
+// refuses a block, the cached blocks are released and the allocation is tried once more. (With
+// Linux's default overcommit the system seldom refuses: the OOM killer acts later instead, which
+// is why callers free the cache themselves with Release when they are done with large data.)
 //
 // Thread-safe: every method may be called from any thread. The free lists are under one mutex
 // (held for a few list operations, never during a system allocation); the counters are atomics.
