@@ -82,7 +82,8 @@ const std::vector<KnobSpec>& KnobSpecs() {
       {"NEURON_LOG_LEVEL", "1", "0 (silent) | 1 (warnings) | 2 (info) | 3 (debug)",
        "Verbosity of torch_trn's messages on stderr."},
       {"NEURON_MAX_GROUP_OPS", "256", "integer >= 1",
-       "Most ops in one compiled group (compile mode); longer runs are cut into several groups."},
+       "Most ops in one compiled group (compile mode); longer runs are cut into several groups, at "
+       "content-defined points from half this many on."},
       {"NEURON_OPT_LEVEL", "3", "0 | 1 | 2 | 3",
        "LLVM optimisation level of compiled groups (0 compiles ~10x faster, runs ~2.5x slower). "
        "In adaptive mode with tiering, the level of the second (optimised) build."},
@@ -90,8 +91,9 @@ const std::vector<KnobSpec>& KnobSpecs() {
        "Verify a group's MLIR after every pass of its host compile (O0 compiles take ~12 % longer; "
        "names the pass that broke a lowering). 0: verified once, after the pipeline."},
       {"NEURON_ADAPTIVE_GROUP_OPS", "64", "integer >= 1",
-       "adaptive mode: recorded ops are cut into groups of at most this many (a group starts "
-       "executing once it is full or at a sync point)."},
+       "adaptive mode: recorded ops are cut into groups of at most this many, at content-defined "
+       "points from half this many on (an inserted op moves only nearby cuts); a group starts "
+       "executing once it is cut or at a sync point."},
       {"NEURON_COMPILE_WORKERS", "0", "integer 0..16",
        "Compile threads. adaptive: the background compilers (0 = 1, leaving the other cores to "
        "execution). compile: the threads building a segment's new groups in parallel while the "

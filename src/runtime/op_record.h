@@ -27,6 +27,13 @@ struct OpRecord {
   std::vector<c10::IValue> outputs;
   SourceId source = kNoSource;
   uint64_t seq = 0;  // stream position, assigned by the scheduler
+  // The recording thread (a hash of its id), set by the scheduler: forward and optimizer ops come
+  // from the Python thread, backward ops from autograd's device thread. Groups end where it
+  // changes (scheduler/grouper.h).
+  uint64_t thread = 0;
+  // The content fingerprint the grouper cuts by (scheduler/cut_policy.h), set by the scheduler
+  // in the modes that group ops.
+  uint64_t cut_fp = 0;
 };
 
 }  // namespace trn::runtime

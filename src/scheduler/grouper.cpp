@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "runtime/log.h"
 #include "runtime/op_runner.h"
+#include "scheduler/cut_policy.h"
 
 namespace trn::scheduler {
 namespace {
@@ -15,11 +16,14 @@ class Cutter {
  public:
   Cutter(std::vector<runtime::OpRecord>& records, int64_t max_ops, runtime::Stats* stats,
          const mlir_lowering::EarlierRefs* earlier)
-      : records_(records), max_ops_(max_ops), stats_(stats), earlier_(earlier) {}
+      : records_(records), policy_(CutPolicy::UpTo(max_ops)), stats_(stats), earlier_(earlier) {}
 
   std::vector<PlannedUnit> Run() {
     for (size_t i = 0; i < records_.size(); ++i) {
       const runtime::OpRecord& r = records_[i];
+      if (i > 0 && r.thread != records_[i - 1].thread) {
+        Close(i);  // forward | backward | optimizer: the phases' own groups, the same every step
+      }
       std::string why;
       if (!GroupLowering::CanLower(r, &why)) {
         Close(i);
@@ -52,7 +56,7 @@ class Cutter {
     }
     absl::Status status = group_->Add(records_[i]);
     if (status.ok()) {
-      if (group_->size() >= max_ops_) {
+      if (policy_.Ends(group_->size(), records_[i].cut_fp)) {
         Close(i + 1);
       }
       return true;
@@ -107,7 +111,7 @@ class Cutter {
   }
 
   std::vector<runtime::OpRecord>& records_;
-  const int64_t max_ops_;
+  const CutPolicy policy_;
   runtime::Stats* stats_;
   const mlir_lowering::EarlierRefs* earlier_;
   std::unique_ptr<GroupLowering> group_;

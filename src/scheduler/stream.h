@@ -6,8 +6,9 @@
 //    group is compiled (blocking; the in-memory cache makes step 2 compile nothing) and the
 //    units are submitted in order. New groups build in parallel on NEURON_COMPILE_WORKERS
 //    threads; each unit is submitted as soon as its code is there.
-//  - adaptive: the segment is cut as soon as it holds NEURON_ADAPTIVE_GROUP_OPS ops (and at
-//    sync points), with that group size. A group whose key has no code yet is queued on the
+//  - adaptive: the segment is cut at a content-defined point once it holds half of
+//    NEURON_ADAPTIVE_GROUP_OPS ops, at the latest when it holds all of them (cut_policy.h), and
+//    at sync points. A group whose key has no code yet is queued on the
 //    CompilePool and submitted anyway: the executor runs it compiled if its code is ready when
 //    its turn comes, else op by op. Cuts depend only on the recorded ops, never on timing, so
 //    every training step yields the same keys.
@@ -32,6 +33,7 @@
 #include "runtime/knobs.h"
 #include "runtime/stats.h"
 #include "scheduler/compile_pool.h"
+#include "scheduler/cut_policy.h"
 #include "scheduler/group_compiler.h"
 #include "scheduler/grouper.h"
 #include "scheduler/miss_explainer.h"
@@ -68,7 +70,7 @@ class Stream {
 
   const runtime::Mode mode_;
   const bool launch_blocking_;
-  const int64_t flush_at_;       // pending ops that trigger a flush without a sync point
+  const CutPolicy flush_policy_;  // when pending ops are flushed without a sync point
   const int64_t max_group_ops_;
   runtime::Stats* const stats_;
   const std::string dump_dir_;  // NEURON_DUMP_MLIR
