@@ -400,7 +400,8 @@ def write_report(path, records, features, tier, zoo_size):
              "Per model: its features (tests/zoo/features.json), the result per mode (2 AdamW steps vs CPU), "
              "the device time of the eager run, the ops that fell back to the host, and the share of ops "
              "run compiled in compile and in adaptive mode (adaptive waits for the background compiler "
-             "after step 1, so step 2 runs what it built; step 1 runs op by op, so ~0.5 is the most). "
+             "after step 1, so step 2 runs what it built; step 1 runs a group compiled only when the same "
+             "group, as in a repeated block, was built earlier in it: without repeats ~0.5 is the most). "
              "Adaptive shares of runs before 2026-12-02 16:34 UTC are lower: groups were then cut every "
              "64 ops, and AdamW's first step, which also creates its state, shifted every later cut, so "
              "step 2's optimizer ran op by op (docs/adaptive.md, Cuts).", "",
