@@ -174,6 +174,11 @@ class GroupLowering {
   // Lowers `record` as the next op of the group (its index is size() before the call).
   absl::Status Add(const runtime::OpRecord& record);
   int64_t size() const { return static_cast<int64_t>(ops_.size()); }
+  // Whether the group has used half of kMaxInputs or of kMaxWrites: the grouper then ends it at
+  // the next content-defined anchor rather than let the limit cut it at an arbitrary op.
+  bool HalfFull() const {
+    return 2 * static_cast<int64_t>(input_tensors_.size()) >= kMaxInputs || 2 * writes_ >= kMaxWrites;
+  }
   // Decides outputs and temporaries (see the file comment) and returns the module.
   // `earlier`: references held by earlier stream work (see EarlierRefs); null: none.
   absl::StatusOr<LoweredGroup> Finish(const EarlierRefs* earlier = nullptr);

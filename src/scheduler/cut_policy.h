@@ -39,9 +39,13 @@ struct CutPolicy {
   // an anchor (groups of ~0.62 max_ops on average; max_ops 1 cuts after every op).
   static CutPolicy UpTo(int64_t max_ops);
 
-  // Whether a group holding `size` ops, the last with fingerprint `fp`, ends here.
-  bool Ends(int64_t size, uint64_t fp) const {
-    return size >= max_ops || (size >= min_ops && (fp & mask) == 0);
+  // Whether a group holding `size` ops, the last with fingerprint `fp`, ends here. `half_full`:
+  // the group has used half of another limit (its lowering's inputs or writes), so an anchor
+  // ends it even before `min_ops`: a limit reached later cuts wherever it falls, like a fixed
+  // size, and an optimizer's groups (4 writes a parameter) reach the 32 writes long before 128
+  // ops.
+  bool Ends(int64_t size, uint64_t fp, bool half_full = false) const {
+    return size >= max_ops || ((size >= min_ops || half_full) && (fp & mask) == 0);
   }
 };
 

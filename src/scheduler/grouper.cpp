@@ -56,7 +56,7 @@ class Cutter {
     }
     absl::Status status = group_->Add(records_[i]);
     if (status.ok()) {
-      if (policy_.Ends(group_->size(), records_[i].cut_fp)) {
+      if (policy_.Ends(group_->size(), records_[i].cut_fp, group_->HalfFull())) {
         Close(i + 1);
       }
       return true;

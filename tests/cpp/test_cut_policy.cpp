@@ -47,6 +47,14 @@ TEST_CASE("cut policy bounds") {
   CutPolicy one = CutPolicy::UpTo(1);
   CHECK(one.Ends(1, 12345));  // groups of one op: a cut after every op
   CHECK(CutPolicy::UpTo(0).max_ops == 1);
+  // An anchor (fingerprint's low bits zero) ends a group from min_ops on, or earlier when the
+  // group has used half of its lowering's inputs or writes; a non-anchor only at max_ops.
+  CHECK_FALSE(p.Ends(10, 0));
+  CHECK(p.Ends(10, 0, /*half_full=*/true));
+  CHECK_FALSE(p.Ends(10, 1, /*half_full=*/true));
+  CHECK(p.Ends(32, 8));
+  CHECK_FALSE(p.Ends(63, 1));
+  CHECK(p.Ends(64, 1));
   // A coarser policy's anchors are anchors of a finer one (power-of-two masks).
   CutPolicy fine = CutPolicy::UpTo(256), coarse = CutPolicy::UpTo(4096);
   CHECK((coarse.mask & fine.mask) == fine.mask);
