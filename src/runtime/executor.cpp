@@ -67,14 +67,10 @@ Executor::Executor(ExecutorOptions options, Stats* stats)
   };
 }
 
-void Executor::HoldRefs(ExecUnit& unit) {
-  if (!options_.track_refs) {
-    return;
-  }
-  absl::flat_hash_map<const c10::StorageImpl*, absl::flat_hash_set<const c10::TensorImpl*>> impls;
+void Executor::ForEachDeviceTensor(const ExecUnit& unit, const std::function<void(const at::Tensor&)>& fn) {
   auto note = [&](const at::Tensor& t) {
     if (t.defined() && t.has_storage() && IsDeviceTensor(t)) {
-      impls[t.storage().unsafeGetStorageImpl()].insert(t.unsafeGetTensorImpl());
+      fn(t);
     }
   };
   for (const OpRecord& r : unit.ops) {
@@ -85,6 +81,16 @@ void Executor::HoldRefs(ExecUnit& unit) {
     for (const at::Tensor& t : unit.compiled->inputs) note(t);
     for (const OutputBuffer& o : unit.compiled->outputs) note(o.tensor);
   }
+}
+
+void Executor::HoldRefs(ExecUnit& unit) {
+  if (!options_.track_refs) {
+    return;
+  }
+  absl::flat_hash_map<const c10::StorageImpl*, absl::flat_hash_set<const c10::TensorImpl*>> impls;
+  ForEachDeviceTensor(unit, [&](const at::Tensor& t) {
+    impls[t.storage().unsafeGetStorageImpl()].insert(t.unsafeGetTensorImpl());
+  });
   unit.held_refs.reserve(impls.size());
   absl::MutexLock lock(&refs_mu_);
   for (const auto& [storage, set] : impls) {
@@ -92,6 +98,45 @@ void Executor::HoldRefs(ExecUnit& unit) {
     unit.held_refs.emplace_back(storage, n);
     in_flight_refs_[storage] += n;
   }
+}
+
+void Executor::PlanEarlyRelease(std::vector<ExecUnit>& units) {
+  if (!options_.track_refs) {
+    return;
+  }
+  struct Use {
+    absl::flat_hash_set<const c10::TensorImpl*> impls;  // distinct, over all of `units`
+    size_t last = 0;                                    // the last unit that references it
+  };
+  absl::flat_hash_map<c10::StorageImpl*, Use> uses;
+  for (size_t i = 0; i < units.size(); ++i) {
+    ForEachDeviceTensor(units[i], [&](const at::Tensor& t) {
+      Use& u = uses[t.storage().unsafeGetStorageImpl()];
+      u.impls.insert(t.unsafeGetTensorImpl());
+      u.last = i;
+    });
+  }
+  // As in GroupLowering::Finish: every reference besides these units' tensors and earlier
+  // unreleased units' is a possible later reader. Read under refs_mu_, where earlier units drop
+  // their tensors together with their counts.
+  absl::MutexLock lock(&refs_mu_);
+  for (const auto& [storage, use] : uses) {
+    const int64_t refs = static_cast<int64_t>(c10::raw::intrusive_ptr::use_count(storage));
+    auto it = in_flight_refs_.find(storage);
+    const int64_t earlier = it == in_flight_refs_.end() ? 0 : it->second;
+    if (refs - earlier == static_cast<int64_t>(use.impls.size()) && storage->nbytes() > 0) {
+      units[use.last].release_after.push_back(storage);
+    }
+  }
+}
+
+void Executor::ReleaseEarly(ExecUnit& unit) {
+  for (c10::StorageImpl* storage : unit.release_after) {
+    const int64_t bytes = static_cast<int64_t>(storage->nbytes());
+    storage->reset();  // frees the block; the (now empty) storage lives on until the unit is released
+    stats_->CountReleasedEarly(bytes);
+  }
+  unit.release_after.clear();
 }
 
 void Executor::ReleaseUnit(ExecUnit& unit) {
@@ -292,6 +337,7 @@ void Executor::RunUnit(ExecUnit& unit, bool poisoned) {
     profiler::Add(std::move(event));
   }
   if (options_.track_refs) {
+    ReleaseEarly(unit);
     absl::MutexLock lock(&mu_);
     retired_.push_back(std::move(unit));  // released by ReleaseRetired, at a point of the stream
     running_.reset();

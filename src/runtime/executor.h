@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <optional>
 #include <thread>
 #include <vector>
@@ -58,6 +59,9 @@ struct ExecUnit {
   // Filled by Submit when tracking references: (storage, distinct TensorImpls of this unit).
   std::vector<std::pair<const c10::StorageImpl*, int64_t>> held_refs;
   uint64_t batch = 0;  // the flush that submitted the unit (grouping modes; see ReleaseRetired)
+  // Storages nothing reads after this unit: their memory is freed once it has run, long before
+  // the unit itself is released (Executor::PlanEarlyRelease). Kept alive by the unit's tensors.
+  std::vector<c10::StorageImpl*> release_after;
 };
 
 struct ExecutorOptions {
@@ -99,6 +103,14 @@ class Executor {
   // storage use counts seen by the program, e.g. by autograd when it decides whether to
   // accumulate a gradient in place, never depend on how far the executor has got.
   void ReleaseRetired(uint64_t batch);
+  // With options.track_refs, for the units of one flush (in stream order, not yet submitted):
+  // a storage that only these units and earlier unreleased units reference (no user tensor,
+  // no autograd, no later record) can never be read after the last of these units that uses
+  // it, so that unit gets it in `release_after`. Without this, a compile-mode segment (up to
+  // NEURON_MAX_PENDING_OPS ops) kept every intermediate result until the flush two flushes
+  // later: timm/resnetv2_152x4_bit's training step then outgrew 24 GiB, where eager needs ~17 GB.
+  // Only the memory goes: the storages (so their use counts) live until ReleaseRetired.
+  void PlanEarlyRelease(std::vector<ExecUnit>& units);
 
  private:
   void Loop();
@@ -121,6 +133,10 @@ class Executor {
   // Unit reference accounting (track_refs). A unit's references are released under refs_mu_
   // together with its count, so a reader sees use counts and counts consistently.
   void HoldRefs(ExecUnit& unit);
+  // The device tensors a unit references (records' arguments and outputs, compiled buffers).
+  static void ForEachDeviceTensor(const ExecUnit& unit, const std::function<void(const at::Tensor&)>& fn);
+  // Frees the memory of `unit.release_after` (the executor thread, after the unit ran).
+  void ReleaseEarly(ExecUnit& unit);
   void ReleaseUnit(ExecUnit& unit);
 
   const ExecutorOptions options_;

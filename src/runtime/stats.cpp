@@ -38,6 +38,8 @@ StatsSnapshot Stats::Snapshot() const {
   s.ops_run_compiled = ops_run_compiled_.load(std::memory_order_relaxed);
   s.compiled_bytes_written = compiled_bytes_written_.load(std::memory_order_relaxed);
   s.temporaries_elided = temporaries_elided_.load(std::memory_order_relaxed);
+  s.storages_released_early = storages_released_early_.load(std::memory_order_relaxed);
+  s.bytes_released_early = bytes_released_early_.load(std::memory_order_relaxed);
   s.compile_cache_hits = compile_cache_hits_.load(std::memory_order_relaxed);
   s.ops_awaiting_compile = ops_awaiting_compile_.load(std::memory_order_relaxed);
   s.groups_awaiting_compile = groups_awaiting_compile_.load(std::memory_order_relaxed);
@@ -61,6 +63,8 @@ void Stats::Reset() {
   ops_run_compiled_ = 0;
   compiled_bytes_written_ = 0;
   temporaries_elided_ = 0;
+  storages_released_early_ = 0;
+  bytes_released_early_ = 0;
   compile_cache_hits_ = 0;
   ops_awaiting_compile_ = 0;
   groups_awaiting_compile_ = 0;

@@ -27,6 +27,10 @@ struct StatsSnapshot {
   int64_t ops_run_compiled = 0;
   int64_t compiled_bytes_written = 0;  // bytes compiled code stored into device buffers
   int64_t temporaries_elided = 0;      // written views compiled code kept out of device memory
+  // compile / adaptive: storages freed right after the last unit of their flush that uses them,
+  // before the flush's units are released (Executor::PlanEarlyRelease), and their bytes.
+  int64_t storages_released_early = 0;
+  int64_t bytes_released_early = 0;
   int64_t compiles = 0;
   double compile_ms = 0;
   int64_t tier_ups = 0;                // adaptive: optimised rebuilds that replaced a -O0 build
@@ -51,6 +55,10 @@ class Stats {
     compiled_bytes_written_.fetch_add(bytes_written, std::memory_order_relaxed);
   }
   void CountTemporariesElided(int64_t n) { temporaries_elided_.fetch_add(n, std::memory_order_relaxed); }
+  void CountReleasedEarly(int64_t bytes) {
+    storages_released_early_.fetch_add(1, std::memory_order_relaxed);
+    bytes_released_early_.fetch_add(bytes, std::memory_order_relaxed);
+  }
   void CountCompile(double ms, int tier = 0);
   void CountAwaitingCompile(int64_t ops) {
     groups_awaiting_compile_.fetch_add(1, std::memory_order_relaxed);
@@ -72,6 +80,8 @@ class Stats {
   std::atomic<int64_t> ops_run_compiled_{0};
   std::atomic<int64_t> compiled_bytes_written_{0};
   std::atomic<int64_t> temporaries_elided_{0};
+  std::atomic<int64_t> storages_released_early_{0};
+  std::atomic<int64_t> bytes_released_early_{0};
   std::atomic<int64_t> compile_cache_hits_{0};
   std::atomic<int64_t> ops_awaiting_compile_{0};
   std::atomic<int64_t> groups_awaiting_compile_{0};

@@ -276,10 +276,11 @@ void Stream::Flush() {
   // fetches the others). From the first unit whose code is not there yet, units are held and
   // submitted in stream order, each as soon as its code is: the executor runs the built groups
   // while the later ones still build.
-  std::vector<runtime::ExecUnit> held;
+  std::vector<runtime::ExecUnit> units;
+  units.reserve(planned.size());
   bool remote_refreshed = false;
   for (PlannedUnit& p : planned) {
-    runtime::ExecUnit unit;
+    runtime::ExecUnit& unit = units.emplace_back();
     if (p.lowered.has_value()) {
       unit = MakeGroupUnit(p, &remote_refreshed);
     } else {
@@ -287,6 +288,13 @@ void Stream::Flush() {
       unit.unlowered = true;
     }
     unit.batch = batch;
+  }
+  planned.clear();  // the lowerings' tensors are no references the units need
+  // Intermediate results nothing outside the flush references are freed after their last use,
+  // not when the flush's units are released (executor.h).
+  executor_.PlanEarlyRelease(units);
+  std::vector<runtime::ExecUnit> held;
+  for (runtime::ExecUnit& unit : units) {
     const bool unsettled = builders_ != nullptr && unit.slot != nullptr && !unit.slot->settled();
     if (unsettled || !held.empty()) {
       held.push_back(std::move(unit));

@@ -115,3 +115,41 @@ def test_empty_cache_gives_the_pages_back_to_the_system():
     assert r["after_del"] - r["after_empty"] >= 200, r   # 256 MiB of blocks returned
     r = last_json(run_python(code, env={"NEURON_DEVICE_CACHE_BYTES": "0"}))
     assert r["full"] - r["after_del"] >= 200, r          # nothing cached: returned on free
+
+
+def test_compile_mode_frees_dead_intermediates_before_the_segment_ends():
+    # One segment (no sync until the end) of 20 cumsum (no lowering: run op by op, so each
+    # output is really written) + scale (a compiled group) steps. Python drops each step's
+    # input; nothing else references it, so its memory goes right after its last reader ran,
+    # not when the segment's units are released. A tensor the user still holds (kept) and the
+    # segment's inputs and results must survive with the right values.
+    n = 1 << 18  # 1 MiB of float32
+    proc = run_python(f"""
+        import json, torch, torch_trn
+        x = torch.linspace(0, 1, {n}).to("neuron")
+        torch_trn.sync(); torch_trn.reset_stats()
+        y, kept = x, None
+        for i in range(20):
+            y = torch.cumsum(y, 0) * (1.0 / {n})
+            if i == 9:
+                kept = y
+        total = float(y.sum())
+        s = torch_trn.stats()
+        print(json.dumps(dict(total=total, kept=kept.cpu()[::4096].tolist(), x=x.cpu()[::4096].tolist(),
+                              released=s["storages_released_early"], released_bytes=s["bytes_released_early"])))
+    """, env={"NEURON_MODE": "compile"})
+    r = last_json(proc)
+    import torch
+    x = torch.linspace(0, 1, n)
+    y, kept = x, None
+    for i in range(20):
+        y = torch.cumsum(y, 0) * (1.0 / n)
+        if i == 9:
+            kept = y
+    torch.testing.assert_close(torch.tensor(r["kept"]), kept[::4096], rtol=1e-5, atol=0)
+    torch.testing.assert_close(torch.tensor(r["x"]), x[::4096], rtol=0, atol=0)
+    assert abs(r["total"] - float(y.sum())) <= 1e-4 * abs(float(y.sum())), r["total"]
+    # died inside the segment: the 20 cumsum outputs and 18 of the 20 scale outputs (step 9's is
+    # kept, the last one is y)
+    assert r["released"] == 38, r
+    assert r["released_bytes"] == 38 * MB, r
