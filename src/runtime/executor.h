@@ -6,8 +6,9 @@
 // submitted after a failed op are skipped until that Wait() reports the failure, since their
 // inputs may be garbage. Like CUDA's asynchronous errors, but recoverable.
 //
-// Thread-safe: Submit, Wait, LastOps, CurrentOp and ReleaseRetired may be called from any thread. Submit blocks
-// while `max_pending` ops are queued (backpressure keeps memory bounded).
+// Thread-safe: Submit, Wait, LastOps, CurrentOp, ReleaseRetired and PlanEarlyRelease may be
+// called from any thread. Submit blocks while `max_pending` ops are queued (backpressure keeps
+// memory bounded).
 #pragma once
 
 #include <cstdint>
