@@ -110,6 +110,10 @@ const std::vector<KnobSpec>& KnobSpecs() {
       {"NEURON_EXECUTOR_THREADS", "0", "integer >= 0",
        "OpenMP threads the executor's CPU kernels use; 0 = one less than the machine's cores "
        "(at least 1), leaving a core to the recording thread (docs/adaptive.md)."},
+      {"NEURON_HOST_TIME_CLOCK", "wall", "wall | thread_cpu",
+       "Clock of stats()[\"host_time\"]: wall time, or the CPU time of the thread doing the work "
+       "(thread_cpu: what recording, flushing and executing cost when other processes share the "
+       "cores; bench/steady.py reports both)."},
       {"NEURON_DEVICE_CACHE_BYTES", "2147483648", "integer >= 0",
        "Bytes of freed device memory blocks (1 MiB and larger) kept for reuse instead of being "
        "returned to the system; torch_trn.empty_cache() releases them (docs/memory.md)."},
@@ -231,6 +235,13 @@ absl::StatusOr<Knobs> ParseKnobs(const EnvLookup& lookup) {
   }
   if (knobs.executor_threads == 0) {
     knobs.executor_threads = std::max<int64_t>(1, static_cast<int64_t>(std::thread::hardware_concurrency()) - 1);
+  }
+  if (auto v = lookup("NEURON_HOST_TIME_CLOCK")) {
+    const std::string clock = absl::AsciiStrToLower(*v);
+    if (clock != "wall" && clock != "thread_cpu" && !clock.empty()) {
+      return BadValue(Spec("NEURON_HOST_TIME_CLOCK"), *v);
+    }
+    knobs.host_time_thread_cpu = clock == "thread_cpu";
   }
   if (auto v = lookup("NEURON_DUMP_MLIR")) {
     knobs.dump_mlir_dir = *v;

@@ -47,6 +47,7 @@ struct Knobs {
   bool tiering = true;              // adaptive: -O0 first, then opt_level
   int64_t compile_nice = 10;        // nice value of the compile threads
   int64_t executor_threads = 0;     // OpenMP threads of the executor's kernels (0: cores - 1)
+  bool host_time_thread_cpu = false;  // NEURON_HOST_TIME_CLOCK=thread_cpu: stats()["host_time"] in CPU time
   int64_t device_cache_bytes = int64_t{2} << 30;  // freed device blocks kept for reuse
   std::string profile_path;         // NEURON_PROFILE: empty = no whole-process profile
   std::string test_compile_fault;   // tests only: "fail" | "slow" | ""

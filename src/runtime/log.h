@@ -11,5 +11,7 @@ namespace trn::runtime {
 enum class LogLevel { kWarning = 1, kInfo = 2, kDebug = 3 };
 
 void Log(LogLevel level, const std::string& message);
+// Whether messages of `level` are printed (to skip building ones that are not).
+bool LogEnabled(LogLevel level);
 
 }  // namespace trn::runtime
