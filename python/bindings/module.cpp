@@ -151,6 +151,17 @@ py::dict Stats() {
   out["compiles"] = s.compiles;
   out["compile_ms"] = s.compile_ms;
   out["compile_cache_hits"] = s.compile_cache_hits;
+  out["lowerings_emitted"] = s.lowerings_emitted;
+  out["plan_cache_hits"] = s.plan_cache_hits;
+  out["plan_cache_misses"] = s.plan_cache_misses;
+  py::dict host_time;
+  for (int i = 0; i < static_cast<int>(runtime::HostTime::kCount); ++i) {
+    py::dict t;
+    t["ns"] = s.host_ns[i];
+    t["ops"] = s.host_ops[i];
+    host_time[runtime::HostTimeName(static_cast<runtime::HostTime>(i))] = t;
+  }
+  out["host_time"] = host_time;
   out["tier_ups"] = s.tier_ups;
   out["ops_awaiting_compile"] = s.ops_awaiting_compile;
   out["groups_awaiting_compile"] = s.groups_awaiting_compile;

@@ -126,6 +126,7 @@ absl::StatusOr<c10::IValue> GroupLowering::Arg(absl::string_view name) const {
   if (!index.has_value() || *index >= static_cast<int>(current().args.size())) {
     return absl::UnimplementedError(absl::StrCat(runtime::OpName(current().op), " has no argument ", name));
   }
+  touched_.emplace_back(current_index(), *index);
   return current().args[*index];
 }
 
@@ -144,6 +145,23 @@ at::Tensor GroupLowering::Destination(size_t ret) const {
     return r.outputs[ret].toTensor();
   }
   return at::Tensor();
+}
+
+std::vector<std::pair<int64_t, int64_t>> GroupLowering::ValueArgs(int64_t only_op) const {
+  const absl::flat_hash_set<std::pair<int64_t, int64_t>> params(param_args_.begin(), param_args_.end());
+  std::vector<std::pair<int64_t, int64_t>> out;
+  for (const std::pair<int64_t, int64_t>& t : touched_) {
+    if ((only_op < 0 || t.first == only_op) && !params.contains(t)) out.push_back(t);
+  }
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+std::vector<int64_t> GroupLowering::ValueArgsOf(int64_t op_index) const {
+  std::vector<int64_t> out;
+  for (const auto& [op, arg] : ValueArgs(op_index)) out.push_back(arg);
+  return out;
 }
 
 absl::StatusOr<View> GroupLowering::Read(const at::Tensor& t) {
@@ -230,12 +248,13 @@ absl::StatusOr<Operand> GroupLowering::ReadOperand(const c10::IValue& v, int64_t
   const int64_t k = static_cast<int64_t>(params_.size());
   params_.push_back(scalar->toDouble());
   param_args_.emplace_back(current_index(), arg_index);
-  const std::string index = names_.Next("pi");
   const std::string ssa = names_.Next("param");
-  absl::StrAppend(&params_body_, "    ", index, " = arith.constant ", k, " : index\n    ", ssa,
-                  " = tensor.extract %params[", index, "] : tensor<?xf64>\n");
-  Operand o = Operand::Param(ssa);
-  return o;
+  if (emit_) {
+    const std::string index = names_.Next("pi");
+    absl::StrAppend(&params_body_, "    ", index, " = arith.constant ", k, " : index\n    ", ssa,
+                    " = tensor.extract %params[", index, "] : tensor<?xf64>\n");
+  }
+  return Operand::Param(ssa);
 }
 
 absl::Status GroupLowering::Write(const at::Tensor& dst, const View& value_in) {
@@ -273,12 +292,18 @@ absl::Status GroupLowering::Write(const at::Tensor& dst, const View& value_in) {
 
 std::string GroupLowering::Constant(const c10::Scalar& value, c10::ScalarType dtype) {
   std::string ssa = names_.Next("c");
+  if (!emit_) {
+    return ssa;
+  }
   Emit(absl::StrCat("    ", ssa, " = arith.constant ", ConstantLiteral(value, dtype), " : ", *ElementType(dtype), "\n"));
   return ssa;
 }
 
 View GroupLowering::Pointwise(const std::vector<Operand>& ins, const std::vector<int64_t>& shape,
                               c10::ScalarType out_dtype, const BodyFn& body) {
+  if (!emit_) {
+    return View::Whole(names_.Next("p"), shape, out_dtype);
+  }
   const int64_t rank = static_cast<int64_t>(shape.size());
   const std::string out_type = TensorType(shape, out_dtype);
   const std::string empty = names_.Next("e");
@@ -348,6 +373,15 @@ std::vector<View> GroupLowering::ReduceMulti(const View& in, const std::vector<i
     if (!plain) {
       return ReduceMulti(View::Whole(Materialize(in), in.sizes, in.dtype), dims, keepdim, accs, combine);
     }
+  }
+  if (!emit_) {
+    const std::string result = names_.Next("r");
+    std::vector<View> results;
+    for (size_t i = 0; i < accs.size(); ++i) {
+      const std::string ssa = accs.size() == 1 ? result : absl::StrCat(result, "#", i);
+      results.push_back(ReducedView(ssa, in, dims, loops, keepdim, accs[i].first));
+    }
+    return results;
   }
   const std::vector<int64_t>& out_shape = loops.out_shape;
   std::vector<std::string> out_exprs;
@@ -433,16 +467,8 @@ absl::Status GroupLowering::Extern() {
     }
   }
   // Inputs: every device tensor argument that is not out=, in argument order (the runtime walks
-  // the record the same way: compiled_group.cpp).
-  std::vector<std::string> ssa, types, elem_types, maps;
-  auto add_tensor = [&](const View& v) {
-    std::string m = Materialize(v);
-    ssa.push_back(m);
-    types.push_back(TensorType(v.sizes, v.dtype));
-    elem_types.emplace_back(*ElementType(v.dtype));
-    std::vector<std::string> zeros(v.sizes.size(), "0");
-    maps.push_back(absl::StrCat("affine_map<() -> (", absl::StrJoin(zeros, ", "), ")>"));
-  };
+  // the record the same way: compiled_run.cpp).
+  std::vector<View> reads;
   for (size_t j = 0; j < r.args.size(); ++j) {
     if (schema.arguments()[j].is_out()) {
       continue;
@@ -453,7 +479,7 @@ absl::Status GroupLowering::Extern() {
       if (!v.ok()) {
         return v.status();
       }
-      add_tensor(*v);
+      reads.push_back(std::move(*v));
     } else if (a.isTensorList() || a.isList()) {
       bool device = false;
       runtime::ForEachTensor(a, [&](const at::Tensor& t) { device = device || runtime::IsDeviceTensor(t); });
@@ -462,9 +488,7 @@ absl::Status GroupLowering::Extern() {
       }
     }
   }
-  const size_t num_in = ssa.size();
   std::vector<at::Tensor> dests;
-  std::vector<std::string> out_empty, out_types;
   for (size_t i = 0; i < schema.returns().size(); ++i) {
     at::Tensor d = Destination(i);
     if (!d.defined()) {
@@ -474,46 +498,15 @@ absl::Status GroupLowering::Extern() {
       return absl::UnimplementedError("a return that is not a device tensor");
     }
     dests.push_back(d);
-    std::string e = names_.Next("e");
-    out_types.push_back(TensorType(d.sizes().vec(), d.scalar_type()));
-    Emit(absl::StrCat("    ", e, " = tensor.empty() : ", out_types.back(), "\n"));
-    out_empty.push_back(e);
-    std::vector<std::string> zeros(d.dim(), "0");
-    maps.push_back(absl::StrCat("affine_map<() -> (", absl::StrJoin(zeros, ", "), ")>"));
   }
   if (dests.empty()) {
     return absl::UnimplementedError("a runtime call with no result");
   }
   const int64_t k = externs_++;
-  const std::string idx = Constant(static_cast<int64_t>(current_index()), c10::kLong);
-  const std::string call = absl::StrCat(kExternPrefix, num_in + dests.size(), "_", k);
   const std::string result = names_.Next("ext");
-  std::vector<std::string> args = {"%ctx", idx};
-  args.insert(args.end(), ssa.begin(), ssa.end());
-  std::vector<std::string> arg_types = {"i64", "i64"};
-  arg_types.insert(arg_types.end(), types.begin(), types.end());
-  std::vector<std::string> all_maps = {"affine_map<() -> ()>", "affine_map<() -> ()>"};
-  all_maps.insert(all_maps.end(), maps.begin(), maps.end());
-  std::vector<std::string> block_args;
-  block_args.push_back(absl::StrCat(names_.Next("x"), ": i64"));
-  block_args.push_back(absl::StrCat(names_.Next("x"), ": i64"));
-  for (size_t i = 0; i < num_in; ++i) {
-    block_args.push_back(absl::StrCat(names_.Next("x"), ": ", elem_types[i]));
+  if (emit_) {
+    EmitExtern(reads, dests, k, result);
   }
-  std::vector<std::string> yields, yield_types;
-  for (size_t i = 0; i < dests.size(); ++i) {
-    std::string o = names_.Next("o");
-    std::string et(*ElementType(dests[i].scalar_type()));
-    block_args.push_back(absl::StrCat(o, ": ", et));
-    yields.push_back(o);
-    yield_types.push_back(et);
-  }
-  Emit(absl::StrCat("    ", result, ":", dests.size(), " = linalg.generic {indexing_maps = [",
-                    absl::StrJoin(all_maps, ", "), "], iterator_types = [], library_call = \"", call, "\"} ins(",
-                    absl::StrJoin(args, ", "), " : ", absl::StrJoin(arg_types, ", "), ") outs(",
-                    absl::StrJoin(out_empty, ", "), " : ", absl::StrJoin(out_types, ", "), ") {\n    ^bb0(",
-                    absl::StrJoin(block_args, ", "), "):\n    linalg.yield ", absl::StrJoin(yields, ", "), " : ",
-                    absl::StrJoin(yield_types, ", "), "\n    } -> (", absl::StrJoin(out_types, ", "), ")\n"));
   for (size_t i = 0; i < dests.size(); ++i) {
     absl::Status s = Write(dests[i], View::Whole(absl::StrCat(result, "#", i), dests[i].sizes().vec(),
                                                  dests[i].scalar_type()));
@@ -524,7 +517,56 @@ absl::Status GroupLowering::Extern() {
   return absl::OkStatus();
 }
 
-absl::StatusOr<LoweredGroup> GroupLowering::Finish(const EarlierRefs* earlier) {
+void GroupLowering::EmitExtern(const std::vector<View>& reads, const std::vector<at::Tensor>& dests, int64_t k,
+                               const std::string& result) {
+  std::vector<std::string> ssa, types, elem_types, maps;
+  for (const View& v : reads) {
+    ssa.push_back(Materialize(v));
+    types.push_back(TensorType(v.sizes, v.dtype));
+    elem_types.emplace_back(*ElementType(v.dtype));
+    std::vector<std::string> zeros(v.sizes.size(), "0");
+    maps.push_back(absl::StrCat("affine_map<() -> (", absl::StrJoin(zeros, ", "), ")>"));
+  }
+  std::vector<std::string> out_empty, out_types;
+  for (const at::Tensor& d : dests) {
+    std::string e = names_.Next("e");
+    out_types.push_back(TensorType(d.sizes().vec(), d.scalar_type()));
+    Emit(absl::StrCat("    ", e, " = tensor.empty() : ", out_types.back(), "\n"));
+    out_empty.push_back(e);
+    std::vector<std::string> zeros(d.dim(), "0");
+    maps.push_back(absl::StrCat("affine_map<() -> (", absl::StrJoin(zeros, ", "), ")>"));
+  }
+  const std::string idx = Constant(static_cast<int64_t>(current_index()), c10::kLong);
+  const std::string call = absl::StrCat(kExternPrefix, reads.size() + dests.size(), "_", k);
+  std::vector<std::string> args = {"%ctx", idx};
+  args.insert(args.end(), ssa.begin(), ssa.end());
+  std::vector<std::string> arg_types = {"i64", "i64"};
+  arg_types.insert(arg_types.end(), types.begin(), types.end());
+  std::vector<std::string> all_maps = {"affine_map<() -> ()>", "affine_map<() -> ()>"};
+  all_maps.insert(all_maps.end(), maps.begin(), maps.end());
+  std::vector<std::string> block_args;
+  block_args.push_back(absl::StrCat(names_.Next("x"), ": i64"));
+  block_args.push_back(absl::StrCat(names_.Next("x"), ": i64"));
+  for (const std::string& et : elem_types) {
+    block_args.push_back(absl::StrCat(names_.Next("x"), ": ", et));
+  }
+  std::vector<std::string> yields, yield_types;
+  for (const at::Tensor& d : dests) {
+    std::string o = names_.Next("o");
+    std::string et(*ElementType(d.scalar_type()));
+    block_args.push_back(absl::StrCat(o, ": ", et));
+    yields.push_back(o);
+    yield_types.push_back(et);
+  }
+  Emit(absl::StrCat("    ", result, ":", dests.size(), " = linalg.generic {indexing_maps = [",
+                    absl::StrJoin(all_maps, ", "), "], iterator_types = [], library_call = \"", call, "\"} ins(",
+                    absl::StrJoin(args, ", "), " : ", absl::StrJoin(arg_types, ", "), ") outs(",
+                    absl::StrJoin(out_empty, ", "), " : ", absl::StrJoin(out_types, ", "), ") {\n    ^bb0(",
+                    absl::StrJoin(block_args, ", "), "):\n    linalg.yield ", absl::StrJoin(yields, ", "), " : ",
+                    absl::StrJoin(yield_types, ", "), "\n    } -> (", absl::StrJoin(out_types, ", "), ")\n"));
+}
+
+absl::StatusOr<LoweredGroup> GroupLowering::Finish(const EarlierRefs* earlier, const std::vector<bool>* live) {
   LoweredGroup g;
   std::vector<std::string> results, result_types;
   absl::flat_hash_set<std::string> returned;
@@ -538,12 +580,19 @@ absl::StatusOr<LoweredGroup> GroupLowering::Finish(const EarlierRefs* earlier) {
       live_buffers[i] = refs - held_earlier(b.storage) > static_cast<int64_t>(b.impls.size());
     }
   };
-  if (earlier != nullptr && earlier->mu != nullptr) {
+  if (live != nullptr) {
+    if (live->size() != buffers_.size()) {
+      return absl::InternalError(absl::StrCat("the replayed group has ", buffers_.size(), " buffers, its plan ",
+                                              live->size()));
+    }
+    live_buffers = *live;
+  } else if (earlier != nullptr && earlier->mu != nullptr) {
     absl::MutexLock lock(earlier->mu);
     decide(earlier->count);
   } else {
     decide([](const c10::StorageImpl*) { return int64_t{0}; });
   }
+  g.live_buffers = live_buffers;
   for (Buffer& b : buffers_) {
     const bool live = live_buffers[static_cast<size_t>(b.id)];
     for (Write_& w : b.writes) {
@@ -554,6 +603,11 @@ absl::StatusOr<LoweredGroup> GroupLowering::Finish(const EarlierRefs* earlier) {
       bool staged = false;
       for (const Input& in : b.inputs) {
         staged = staged || in.geo.Overlaps(w.geo);
+      }
+      g.outputs.push_back(GroupOutput{w.tensor, staged});
+      g.bytes_written += Numel(w.geo.sizes) * static_cast<int64_t>(c10::elementSize(w.geo.dtype));
+      if (!emit_) {
+        continue;
       }
       std::string ssa = Materialize(w.value);
       if (!returned.insert(ssa).second || ssa.rfind("%in", 0) == 0) {
@@ -567,8 +621,6 @@ absl::StatusOr<LoweredGroup> GroupLowering::Finish(const EarlierRefs* earlier) {
       results.push_back(ssa);
       result_types.push_back(absl::StrCat(TensorType(w.geo.sizes, w.geo.dtype), " ",
                                           StridesAttr(staged ? ContiguousStrides(w.geo.sizes) : w.geo.strides)));
-      g.outputs.push_back(GroupOutput{w.tensor, staged});
-      g.bytes_written += Numel(w.geo.sizes) * static_cast<int64_t>(c10::elementSize(w.geo.dtype));
     }
   }
   for (const auto& [ssa, check] : checks_) {
@@ -576,12 +628,20 @@ absl::StatusOr<LoweredGroup> GroupLowering::Finish(const EarlierRefs* earlier) {
     result_types.push_back(absl::StrCat(TensorType({}, c10::kLong), " ", StridesAttr({})));
     g.checks.push_back(check);
   }
-  std::vector<std::string> params = {"%ctx: i64"};
   if (!params_.empty()) {
-    params.push_back("%params: tensor<?xf64>");
     g.params = at::empty({static_cast<int64_t>(params_.size())}, at::TensorOptions().dtype(at::kDouble));
     std::copy(params_.begin(), params_.end(), g.params.data_ptr<double>());
     g.param_args = param_args_;
+  }
+  g.inputs = input_tensors_;
+  g.externs = externs_;
+  g.value_args = ValueArgs(-1);
+  if (!emit_) {
+    return g;
+  }
+  std::vector<std::string> params = {"%ctx: i64"};
+  if (!params_.empty()) {
+    params.push_back("%params: tensor<?xf64>");
   }
   for (size_t i = 0; i < input_tensors_.size(); ++i) {
     // Input SSA names are the function's parameter names.
@@ -600,8 +660,6 @@ absl::StatusOr<LoweredGroup> GroupLowering::Finish(const EarlierRefs* earlier) {
     absl::StrAppend(&g.mlir, "    return ", absl::StrJoin(results, ", "), " : ", absl::StrJoin(plain_types, ", "),
                     "\n}\n");
   }
-  g.inputs = input_tensors_;
-  g.externs = externs_;
   return g;
 }
 

@@ -141,7 +141,7 @@ struct GroupCheck {
 };
 
 struct LoweredGroup {
-  std::string mlir;
+  std::string mlir;  // empty when planned only (GroupLowering::Options::emit false)
   std::string func = "group";
   // Runtime scalars (f64, 1-D, on the host), the first argument after %ctx when defined.
   at::Tensor params;
@@ -154,6 +154,14 @@ struct LoweredGroup {
   int64_t externs = 0;             // runtime calls in the group
   int64_t bytes_written = 0;       // bytes the compiled code stores into device buffers
   int64_t temporaries = 0;         // written views kept out of device memory
+  // (op index, argument index) of every argument a lowering read through GroupLowering::Arg that
+  // is not a runtime scalar, sorted: the non-tensor values the group's code (and its cuts) may
+  // depend on. A cached plan guards these (scheduler/plan_cache.h).
+  std::vector<std::pair<int64_t, int64_t>> value_args;
+  // Per buffer (in order of first appearance in the records): whether it was live at Finish,
+  // i.e. its writes are outputs. An emitting replay of the same records takes these instead of
+  // reading use counts (GroupLowering::Finish), so plan and IR agree.
+  std::vector<bool> live_buffers;
 };
 
 class GroupLowering {
@@ -163,9 +171,18 @@ class GroupLowering {
   static constexpr int64_t kMaxInputs = 62;
   static constexpr int64_t kMaxWrites = 32;
 
-  GroupLowering() = default;
+  // Plan or plan + emit. A planning lowering makes every decision an emitting one makes (cuts,
+  // refusals, buffers, views, inputs, outputs, temporaries, staging, runtime scalars, checks)
+  // and writes no IR: the flush plans, and the IR is emitted only when a group is built
+  // (replaying its records into an emitting lowering, on the compile thread).
+  explicit GroupLowering(bool emit = true) : emit_(emit) {}
   GroupLowering(const GroupLowering&) = delete;
   GroupLowering& operator=(const GroupLowering&) = delete;
+
+  // The arguments of op `op_index` read through Arg that are not runtime scalars (sorted): what
+  // the lowering's decisions about that op may depend on besides tensor geometry (LoweredGroup::
+  // value_args; also valid after Add failed, for the op that failed).
+  std::vector<int64_t> ValueArgsOf(int64_t op_index) const;
 
   // Whether `record` can be lowered at all: a registered lowering, supported dtypes, no empty
   // or host (non-scalar) tensors. Cheap; Add may still refuse particular arguments.
@@ -179,9 +196,11 @@ class GroupLowering {
   bool HalfFull() const {
     return 2 * static_cast<int64_t>(input_tensors_.size()) >= kMaxInputs || 2 * writes_ >= kMaxWrites;
   }
-  // Decides outputs and temporaries (see the file comment) and returns the module.
-  // `earlier`: references held by earlier stream work (see EarlierRefs); null: none.
-  absl::StatusOr<LoweredGroup> Finish(const EarlierRefs* earlier = nullptr);
+  // Decides outputs and temporaries (see the file comment) and returns the module (emitting) or
+  // the plan alone. `earlier`: references held by earlier stream work (see EarlierRefs); null:
+  // none. `live`: the liveness of each buffer decided by an earlier plan of the same records
+  // (LoweredGroup::live_buffers), used instead of use counts; its size must match.
+  absl::StatusOr<LoweredGroup> Finish(const EarlierRefs* earlier = nullptr, const std::vector<bool>* live = nullptr);
 
   // ---- API for op lowerings ----
   const runtime::OpRecord& current() const { return *ops_.back(); }
@@ -230,7 +249,12 @@ class GroupLowering {
   absl::Status Extern();
 
   NameGen& names() { return names_; }
-  void Emit(const std::string& line) { body_ += line; }
+  // Whether this lowering writes IR. Lowerings that build text themselves (Emit) skip building
+  // it when not: decisions must never depend on it.
+  bool emitting() const { return emit_; }
+  void Emit(const std::string& line) {
+    if (emit_) body_ += line;
+  }
 
  private:
   struct Write_ {
@@ -253,7 +277,13 @@ class GroupLowering {
   Buffer& BufferOf(const at::Tensor& t);
   void NoteTensors(const runtime::OpRecord& record);
   std::string Constant(const c10::Scalar& value, c10::ScalarType dtype);
+  // (op, argument) read through Arg and not runtime scalars, of op `only_op` (-1: every op).
+  std::vector<std::pair<int64_t, int64_t>> ValueArgs(int64_t only_op) const;
+  // The IR of the runtime call Extern planned: `reads` (inputs), `dests` (results), call `k`.
+  void EmitExtern(const std::vector<View>& reads, const std::vector<at::Tensor>& dests, int64_t k,
+                  const std::string& result);
 
+  const bool emit_;
   std::vector<const runtime::OpRecord*> ops_;
   NameGen names_;
   std::string body_;
@@ -267,6 +297,7 @@ class GroupLowering {
   std::string params_body_;  // extracts of the runtime scalars (function entry)
   int64_t externs_ = 0;
   int64_t writes_ = 0;
+  mutable std::vector<std::pair<int64_t, int64_t>> touched_;  // (op, argument) read through Arg
   std::vector<std::pair<std::string, GroupCheck>> checks_;  // (count SSA, check)
 };
 

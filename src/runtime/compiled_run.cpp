@@ -157,19 +157,15 @@ constexpr std::array<Caller, sizeof...(N)> MakeCallers(std::index_sequence<N...>
 static absl::Status RunOnDevice(const CompiledUnit& unit, const std::vector<OpRecord>& ops) {
   DeviceModel* device = DeviceModel::Get();
   if (device == nullptr) return absl::InternalError("a trn group, but NEURON_TARGET is host");
-  if (!unit.checks.empty()) return absl::InternalError("a trn group with device-side checks");
+  if (unit.num_checks() != 0) return absl::InternalError("a trn group with device-side checks");
   try {
     std::vector<neuroncore::HostBinding> bindings;
     bindings.push_back({nullptr, 0});  // ctx
-    std::vector<at::Tensor> keep;
+    std::vector<float> params(unit.params.begin(), unit.params.end());
+    if (!params.empty()) {
+      bindings.push_back({params.data(), static_cast<int64_t>(params.size() * sizeof(float))});
+    }
     for (const at::Tensor& t : unit.inputs) {
-      at::Tensor in = t;
-      if (t.scalar_type() == c10::kDouble) {
-        in = HostAlias(t).to(c10::kFloat).contiguous();
-        keep.push_back(in);
-        bindings.push_back({in.data_ptr(), ViewBytes(in)});
-        continue;
-      }
       bindings.push_back({HostAlias(t).data_ptr(), ViewBytes(t)});
     }
     std::vector<at::Tensor> scratch(unit.outputs.size());
@@ -204,12 +200,12 @@ void* ExternEntry(int tensors) {
 absl::Status RunCompiledUnit(const CompiledUnit& unit, const std::vector<OpRecord>& ops, int64_t* failed_op) {
   static constexpr auto kCallers = MakeCallers(std::make_index_sequence<kMaxCompiledArgs + 1>{});
   const CompiledCode& code = *unit.code;
-  const size_t nargs = 1 + unit.inputs.size() + unit.outputs.size() + unit.checks.size();
-  if (static_cast<int>(unit.inputs.size()) != code.num_inputs ||
-      static_cast<int>(unit.outputs.size() + unit.checks.size()) != code.num_outputs || nargs > kMaxCompiledArgs + 0u) {
-    return absl::InternalError(absl::StrCat("compiled group called with ", unit.inputs.size(), " inputs and ",
-                                            unit.outputs.size(), " outputs; it takes ", code.num_inputs, " and ",
-                                            code.num_outputs));
+  const size_t nargs = 1 + unit.num_in_buffers() + unit.outputs.size() + unit.num_checks();
+  if (static_cast<int>(unit.num_in_buffers()) != code.num_inputs ||
+      static_cast<int>(unit.outputs.size() + unit.num_checks()) != code.num_outputs || nargs > kMaxCompiledArgs + 0u) {
+    return absl::InternalError(absl::StrCat("compiled group called with ", unit.num_in_buffers(), " inputs and ",
+                                            unit.outputs.size() + unit.num_checks(), " outputs; it takes ",
+                                            code.num_inputs, " and ", code.num_outputs));
   }
   if (code.stream != nullptr) {
     return RunOnDevice(unit, ops);
@@ -224,6 +220,11 @@ absl::Status RunCompiledUnit(const CompiledUnit& unit, const std::vector<OpRecor
     std::vector<void*> argv;
     argv.reserve(nargs);
     argv.push_back(reinterpret_cast<void*>(&ctx));
+    if (!unit.params.empty()) {  // a rank-1 f64 descriptor of the runtime scalars
+      const int64_t base = reinterpret_cast<int64_t>(unit.params.data());
+      descs.push_back({base, base, 0, static_cast<int64_t>(unit.params.size()), 1});
+      argv.push_back(descs.back().data());
+    }
     for (const at::Tensor& t : unit.inputs) {
       descs.push_back(Describe(t, /*device=*/true));
       argv.push_back(descs.back().data());
@@ -238,7 +239,7 @@ absl::Status RunCompiledUnit(const CompiledUnit& unit, const std::vector<OpRecor
       }
       argv.push_back(descs.back().data());
     }
-    std::vector<int64_t> counts(unit.checks.size(), 0);
+    std::vector<int64_t> counts(unit.num_checks(), 0);
     for (int64_t& count : counts) {
       const int64_t base = reinterpret_cast<int64_t>(&count);
       descs.push_back({base, base, 0});  // rank-0 int64 descriptor
@@ -251,8 +252,8 @@ absl::Status RunCompiledUnit(const CompiledUnit& unit, const std::vector<OpRecor
     }
     for (size_t i = 0; i < counts.size(); ++i) {
       if (counts[i] != 0) {
-        *failed_op = unit.checks[i].op_index;
-        return MakeOpError(ErrorKind::kIndex, unit.checks[i].message);
+        *failed_op = (*unit.checks)[i].op_index;
+        return MakeOpError(ErrorKind::kIndex, (*unit.checks)[i].message);
       }
     }
     for (size_t i = 0; i < unit.outputs.size(); ++i) {

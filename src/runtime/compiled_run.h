@@ -62,10 +62,16 @@ struct CheckSlot {
 // the code was compiled for: the group key guarantees it).
 struct CompiledUnit {
   std::shared_ptr<const CompiledCode> code;
+  // The runtime scalars (the entry point's first buffer after ctx, f64[n], when not empty).
+  std::vector<double> params;
   std::vector<at::Tensor> inputs;
   std::vector<OutputBuffer> outputs;
-  std::vector<CheckSlot> checks;  // results after the outputs
+  std::shared_ptr<const std::vector<CheckSlot>> checks;  // results after the outputs (may be null)
   int64_t bytes_written = 0;
+
+  size_t num_checks() const { return checks == nullptr ? 0 : checks->size(); }
+  // Buffers before the outputs: the runtime scalars' (when any) and the inputs.
+  size_t num_in_buffers() const { return inputs.size() + (params.empty() ? 0 : 1); }
 };
 
 // Runs `unit`; `ops` are the records of this run (the externs execute them). On an error in an

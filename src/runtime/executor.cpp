@@ -100,23 +100,28 @@ void Executor::HoldRefs(ExecUnit& unit) {
   }
 }
 
-void Executor::PlanEarlyRelease(std::vector<ExecUnit>& units) {
+std::vector<std::pair<size_t, c10::StorageImpl*>> Executor::PlanEarlyRelease(const std::vector<OpRecord>& records) {
+  std::vector<std::pair<size_t, c10::StorageImpl*>> out;
   if (!options_.track_refs) {
-    return;
+    return out;
   }
   struct Use {
-    absl::flat_hash_set<const c10::TensorImpl*> impls;  // distinct, over all of `units`
-    size_t last = 0;                                    // the last unit that references it
+    int64_t impls = 0;  // distinct tensors over all of `records`
+    size_t last = 0;    // the last record that references it
   };
   absl::flat_hash_map<c10::StorageImpl*, Use> uses;
-  for (size_t i = 0; i < units.size(); ++i) {
-    ForEachDeviceTensor(units[i], [&](const at::Tensor& t) {
+  absl::flat_hash_set<const c10::TensorImpl*> seen;
+  for (size_t i = 0; i < records.size(); ++i) {
+    auto note = [&](const at::Tensor& t) {
+      if (!t.defined() || !t.has_storage() || !IsDeviceTensor(t)) return;
       Use& u = uses[t.storage().unsafeGetStorageImpl()];
-      u.impls.insert(t.unsafeGetTensorImpl());
+      u.impls += seen.insert(t.unsafeGetTensorImpl()).second ? 1 : 0;
       u.last = i;
-    });
+    };
+    for (const c10::IValue& v : records[i].args) ForEachTensor(v, note);
+    for (const c10::IValue& v : records[i].outputs) ForEachTensor(v, note);
   }
-  // As in GroupLowering::Finish: every reference besides these units' tensors and earlier
+  // As in GroupLowering::Finish: every reference besides these records' tensors and earlier
   // unreleased units' is a possible later reader. Read under refs_mu_, where earlier units drop
   // their tensors together with their counts.
   absl::MutexLock lock(&refs_mu_);
@@ -124,10 +129,12 @@ void Executor::PlanEarlyRelease(std::vector<ExecUnit>& units) {
     const int64_t refs = static_cast<int64_t>(c10::raw::intrusive_ptr::use_count(storage));
     auto it = in_flight_refs_.find(storage);
     const int64_t earlier = it == in_flight_refs_.end() ? 0 : it->second;
-    if (refs - earlier == static_cast<int64_t>(use.impls.size()) && storage->nbytes() > 0) {
-      units[use.last].release_after.push_back(storage);
+    if (refs - earlier == use.impls && storage->nbytes() > 0) {
+      out.emplace_back(use.last, storage);
     }
   }
+  std::sort(out.begin(), out.end());
+  return out;
 }
 
 void Executor::ReleaseEarly(ExecUnit& unit) {
@@ -303,7 +310,12 @@ std::vector<SourceId> DistinctLines(const std::vector<OpRecord>& ops) {
 void Executor::RunUnit(ExecUnit& unit, bool poisoned) {
   const int64_t n = static_cast<int64_t>(unit.ops.size());
   if (unit.compiled.has_value() && unit.compiled->code == nullptr && unit.slot != nullptr) {
-    unit.compiled->code = unit.slot->code();  // adaptive: whatever is ready now, never waiting
+    if (unit.await_code && !poisoned) {  // compile mode: its build is running on the segment builders
+      absl::StatusOr<CodeSlot::Code> code = unit.slot->Await();
+      if (code.ok()) unit.compiled->code = *code;  // else (a failed build) the ops run one by one
+    } else {
+      unit.compiled->code = unit.slot->code();  // adaptive: whatever is ready now, never waiting
+    }
   }
   const bool compiled = unit.compiled.has_value() && unit.compiled->code != nullptr && !poisoned;
   const bool profile = profiler::Enabled();
@@ -323,14 +335,17 @@ void Executor::RunUnit(ExecUnit& unit, bool poisoned) {
     }
     event.lines = DistinctLines(unit.ops);
   }
+  const int64_t begin_ns = MonotonicNs();
   if (compiled) {
     RunCompiled(unit);
+    stats_->AddTime(HostTime::kExecCompiled, MonotonicNs() - begin_ns, n);
   } else {
     if (!poisoned && std::string_view(UnitKind(unit, false)) == "awaiting_compile") {
       stats_->CountAwaitingCompile(n);
     }
     unit.compiled.reset();
     RunOpByOp(unit, poisoned, profile && n > 1);
+    stats_->AddTime(HostTime::kExecOpByOp, MonotonicNs() - begin_ns, n);
   }
   if (profile) {
     event.end_us = profiler::NowUs();

@@ -55,6 +55,9 @@ struct ExecUnit {
   std::vector<OpRecord> ops;
   std::optional<CompiledUnit> compiled;
   std::shared_ptr<const CodeSlot> slot;
+  // compile mode: the executor waits for `slot` when the unit's turn comes and its code is not
+  // there yet (the segment builders are building it), instead of running the ops one by one.
+  bool await_code = false;
   std::string key;  // hex group key ("" outside groups)
   bool unlowered = false;
   // Filled by Submit when tracking references: (storage, distinct TensorImpls of this unit).
@@ -104,14 +107,15 @@ class Executor {
   // storage use counts seen by the program, e.g. by autograd when it decides whether to
   // accumulate a gradient in place, never depend on how far the executor has got.
   void ReleaseRetired(uint64_t batch);
-  // With options.track_refs, for the units of one flush (in stream order, not yet submitted):
-  // a storage that only these units and earlier unreleased units reference (no user tensor,
-  // no autograd, no later record) can never be read after the last of these units that uses
-  // it, so that unit gets it in `release_after`. Without this, a compile-mode segment (up to
+  // With options.track_refs, for the records of one flush (in stream order, none submitted
+  // yet): a storage that only these records and earlier unreleased units reference (no user
+  // tensor, no autograd, no later record) can never be read after the last record that uses
+  // it, so the unit holding that record gets it in `release_after`. Returns (index of that
+  // record, storage), by index. Without this, a compile-mode segment (up to
   // NEURON_MAX_PENDING_OPS ops) kept every intermediate result until the flush two flushes
   // later: timm/resnetv2_152x4_bit's training step then outgrew 24 GiB, where eager needs ~17 GB.
   // Only the memory goes: the storages (so their use counts) live until ReleaseRetired.
-  void PlanEarlyRelease(std::vector<ExecUnit>& units);
+  std::vector<std::pair<size_t, c10::StorageImpl*>> PlanEarlyRelease(const std::vector<OpRecord>& records);
 
  private:
   void Loop();

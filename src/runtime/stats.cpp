@@ -1,6 +1,37 @@
 #include "runtime/stats.h"
 
+#include "runtime/knobs.h"
+
+#include <chrono>
+#include <ctime>
+
 namespace trn::runtime {
+
+const char* HostTimeName(HostTime t) {
+  switch (t) {
+    case HostTime::kRecord: return "record";
+    case HostTime::kFlush: return "flush";
+    case HostTime::kExecCompiled: return "exec_compiled";
+    case HostTime::kExecOpByOp: return "exec_op_by_op";
+    case HostTime::kSyncWait: return "sync_wait";
+    case HostTime::kCount: break;
+  }
+  return "?";
+}
+
+int64_t MonotonicNs() {
+  static const bool cpu = [] {
+    const absl::StatusOr<Knobs>& k = GetKnobs();
+    return k.ok() && k->host_time_thread_cpu;
+  }();
+  if (cpu) {
+    timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return ts.tv_sec * 1000000000LL + ts.tv_nsec;
+  }
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
 
 void Stats::CountHostFallback(const std::string& op, const std::string& reason) {
   absl::MutexLock lock(&mu_);
@@ -41,9 +72,16 @@ StatsSnapshot Stats::Snapshot() const {
   s.storages_released_early = storages_released_early_.load(std::memory_order_relaxed);
   s.bytes_released_early = bytes_released_early_.load(std::memory_order_relaxed);
   s.compile_cache_hits = compile_cache_hits_.load(std::memory_order_relaxed);
+  s.lowerings_emitted = lowerings_emitted_.load(std::memory_order_relaxed);
+  s.plan_cache_hits = plan_cache_hits_.load(std::memory_order_relaxed);
+  s.plan_cache_misses = plan_cache_misses_.load(std::memory_order_relaxed);
   s.ops_awaiting_compile = ops_awaiting_compile_.load(std::memory_order_relaxed);
   s.groups_awaiting_compile = groups_awaiting_compile_.load(std::memory_order_relaxed);
   s.compile_queue_full = compile_queue_full_.load(std::memory_order_relaxed);
+  for (int i = 0; i < static_cast<int>(HostTime::kCount); ++i) {
+    s.host_ns[i] = host_ns_[i].load(std::memory_order_relaxed);
+    s.host_ops[i] = host_ops_[i].load(std::memory_order_relaxed);
+  }
   absl::MutexLock lock(&mu_);
   s.host_fallbacks = host_fallbacks_;
   s.syncs = syncs_;
@@ -66,9 +104,16 @@ void Stats::Reset() {
   storages_released_early_ = 0;
   bytes_released_early_ = 0;
   compile_cache_hits_ = 0;
+  lowerings_emitted_ = 0;
+  plan_cache_hits_ = 0;
+  plan_cache_misses_ = 0;
   ops_awaiting_compile_ = 0;
   groups_awaiting_compile_ = 0;
   compile_queue_full_ = 0;
+  for (int i = 0; i < static_cast<int>(HostTime::kCount); ++i) {
+    host_ns_[i] = 0;
+    host_ops_[i] = 0;
+  }
   absl::MutexLock lock(&mu_);
   host_fallbacks_.clear();
   syncs_.clear();

@@ -16,6 +16,19 @@
 
 namespace trn::runtime {
 
+// Where the host's time goes, summed in nanoseconds with the ops each covers (stats()["host_time"],
+// bench/steady.py). Cheap enough to be always on: one clock read per phase boundary.
+enum class HostTime : int {
+  kRecord,        // recording an op (fallback entry to return), flushes it triggers excluded
+  kFlush,         // cutting, planning and submitting a pending segment (from a sync or a record)
+  kExecCompiled,  // executor: compiled groups (the ops they cover)
+  kExecOpByOp,    // executor: ops run one by one (eager ops, unlowered ops, groups without code)
+  kSyncWait,      // a sync point waiting for the executor after its flush
+  kCount
+};
+const char* HostTimeName(HostTime t);
+int64_t MonotonicNs();  // steady clock
+
 struct StatsSnapshot {
   int64_t ops_recorded = 0;
   int64_t ops_executed = 0;
@@ -38,6 +51,13 @@ struct StatsSnapshot {
   int64_t groups_awaiting_compile = 0;
   int64_t compile_queue_full = 0;      // adaptive: groups not queued because the queue was full
   int64_t compile_cache_hits = 0;
+  // Group modules written as IR: only builds that compile emit (the flush plans, never emits).
+  int64_t lowerings_emitted = 0;
+  // Units a flush found in its plan cache (bound, no lowering run) vs planned by the grouper.
+  int64_t plan_cache_hits = 0;
+  int64_t plan_cache_misses = 0;
+  int64_t host_ns[static_cast<int>(HostTime::kCount)] = {};
+  int64_t host_ops[static_cast<int>(HostTime::kCount)] = {};
   std::map<std::string, int64_t> unlowered_ops;     // op -> ops run op by op for lack of a lowering
   std::map<std::string, int64_t> compile_failures;  // reason -> groups run op by op instead
 };
@@ -66,6 +86,15 @@ class Stats {
   }
   void CountCompileQueueFull() { compile_queue_full_.fetch_add(1, std::memory_order_relaxed); }
   void CountCompileCacheHit() { compile_cache_hits_.fetch_add(1, std::memory_order_relaxed); }
+  void CountLoweringEmitted() { lowerings_emitted_.fetch_add(1, std::memory_order_relaxed); }
+  void CountPlans(int64_t hits, int64_t misses) {
+    plan_cache_hits_.fetch_add(hits, std::memory_order_relaxed);
+    plan_cache_misses_.fetch_add(misses, std::memory_order_relaxed);
+  }
+  void AddTime(HostTime t, int64_t ns, int64_t ops) {
+    host_ns_[static_cast<int>(t)].fetch_add(ns, std::memory_order_relaxed);
+    host_ops_[static_cast<int>(t)].fetch_add(ops, std::memory_order_relaxed);
+  }
   void CountUnlowered(const std::string& op);
   // Returns true the first time `reason` is counted (since the last Reset): log it then.
   bool CountCompileFailure(const std::string& reason);
@@ -83,6 +112,11 @@ class Stats {
   std::atomic<int64_t> storages_released_early_{0};
   std::atomic<int64_t> bytes_released_early_{0};
   std::atomic<int64_t> compile_cache_hits_{0};
+  std::atomic<int64_t> lowerings_emitted_{0};
+  std::atomic<int64_t> plan_cache_hits_{0};
+  std::atomic<int64_t> plan_cache_misses_{0};
+  std::atomic<int64_t> host_ns_[static_cast<int>(HostTime::kCount)] = {};
+  std::atomic<int64_t> host_ops_[static_cast<int>(HostTime::kCount)] = {};
   std::atomic<int64_t> ops_awaiting_compile_{0};
   std::atomic<int64_t> groups_awaiting_compile_{0};
   std::atomic<int64_t> compile_queue_full_{0};

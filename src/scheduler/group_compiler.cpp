@@ -83,15 +83,24 @@ std::string CompilerVersion() {
   return version;
 }
 
-CompileRequest CompileRequest::Of(const GroupKey& key, const mlir_lowering::LoweredGroup& lowered,
-                                  const std::vector<runtime::OpRecord>& ops) {
+CompileRequest CompileRequest::Of(const GroupPlan& plan, const std::vector<runtime::OpRecord>& ops) {
   CompileRequest r;
-  r.key_hex = key.Hex();
-  r.key_material = key.material;
-  r.mlir = lowered.mlir;
-  r.func = lowered.func;
-  r.num_inputs = static_cast<int>(lowered.inputs.size()) + (lowered.params.defined() ? 1 : 0);
-  r.num_outputs = static_cast<int>(lowered.outputs.size() + lowered.checks.size());
+  r.key_hex = plan.key_hex;
+  r.key_material = plan.key.material;
+  mlir_lowering::PlanShape shape;
+  for (const TensorPos& p : plan.inputs) {
+    shape.inputs.push_back(mlir_lowering::TensorGeometry::Of(TensorAt(ops, p)));
+  }
+  for (const auto& [p, staged] : plan.outputs) {
+    shape.outputs.emplace_back(mlir_lowering::TensorGeometry::Of(TensorAt(ops, p)), staged);
+  }
+  shape.param_args = plan.param_args;
+  shape.checks = plan.checks == nullptr ? 0 : static_cast<int64_t>(plan.checks->size());
+  r.replay = mlir_lowering::GroupReplay::Detach(ops, plan.live, std::move(shape));
+  r.func = plan.func;
+  r.num_inputs = static_cast<int>(plan.inputs.size()) + (plan.param_args.empty() ? 0 : 1);
+  r.num_outputs = static_cast<int>(plan.outputs.size()) +
+                  (plan.checks == nullptr ? 0 : static_cast<int>(plan.checks->size()));
   r.ops = static_cast<int64_t>(ops.size());
   absl::flat_hash_set<runtime::SourceId> seen;
   for (const runtime::OpRecord& op : ops) {
@@ -280,6 +289,16 @@ std::vector<double> GroupCompiler::CompileMillis() const {
   return compile_ms_;
 }
 
+absl::StatusOr<std::string> GroupCompiler::EmitIr(const CompileRequest& request) {
+  if (request.replay == nullptr) {
+    return absl::InternalError("a compile request without the group's records");
+  }
+  bool emitted = false;
+  absl::StatusOr<std::string> text = request.replay->Emit(&emitted);
+  if (emitted) stats_->CountLoweringEmitted();
+  return text;
+}
+
 absl::StatusOr<GroupCompiler::Built> GroupCompiler::Compile(const CompileRequest& request, const Levels& levels,
                                                             int tier) {
   const int opt_level = levels.opt;
@@ -288,12 +307,16 @@ absl::StatusOr<GroupCompiler::Built> GroupCompiler::Compile(const CompileRequest
     absl::MutexLock lock(&mu_);
     compiled_keys_.push_back(request.key_hex);
   }
-  if (!options_.dump_mlir_dir.empty() && tier == 0) {
-    std::ofstream(absl::StrCat(options_.dump_mlir_dir, "/", request.key_hex, ".mlir")) << request.mlir;
-  }
   const double profile_begin = runtime::profiler::NowUs();
   const auto start = std::chrono::steady_clock::now();
   absl::StatusOr<Built> result = [&]() -> absl::StatusOr<Built> {
+    absl::StatusOr<std::string> mlir = EmitIr(request);
+    if (!mlir.ok()) {
+      return mlir.status();
+    }
+    if (!options_.dump_mlir_dir.empty() && tier == 0) {
+      std::ofstream(absl::StrCat(options_.dump_mlir_dir, "/", request.key_hex, ".mlir")) << *mlir;
+    }
     if (options_.test_fault == "fail") {
       return absl::InternalError("injected compile failure (NEURON_TEST_COMPILE_FAULT=fail)");
     }
@@ -306,7 +329,7 @@ absl::StatusOr<GroupCompiler::Built> GroupCompiler::Compile(const CompileRequest
     if (options_.target != "host") {
       // The NeuronCore first; a group it cannot lower (an op or dtype it has no instruction
       // for) runs as host code, its transfers charged by the model (runtime/device_model.h).
-      absl::StatusOr<std::string> stream = mlir_lowering::CompileToTrnStream(request.mlir, request.func, options_.target);
+      absl::StatusOr<std::string> stream = mlir_lowering::CompileToTrnStream(*mlir, request.func, options_.target);
       if (stream.ok()) {
         Artifact artifact;
         artifact.key_material = request.key_material;
@@ -325,7 +348,7 @@ absl::StatusOr<GroupCompiler::Built> GroupCompiler::Compile(const CompileRequest
       NoteTrnFallback(request, stream.status());
     }
     absl::StatusOr<mlir_lowering::ObjectCode> object =
-        mlir_lowering::CompileToObject(request.mlir, request.func, opt_level, nullptr, cg,
+        mlir_lowering::CompileToObject(*mlir, request.func, opt_level, nullptr, cg,
                                       options_.verify_passes);
     if (!object.ok()) {
       return object.status();

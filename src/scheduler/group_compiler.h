@@ -19,6 +19,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "mlir_lowering/group_lowering.h"
+#include "mlir_lowering/group_replay.h"
 #include "runtime/cache/cache_stats.h"
 #include "runtime/cache/disk_cache.h"
 #include "runtime/cache/entry_format.h"
@@ -27,6 +28,7 @@
 #include "runtime/compiled_run.h"
 #include "runtime/stats.h"
 #include "scheduler/group_key.h"
+#include "scheduler/plan_cache.h"
 
 namespace trn::scheduler {
 
@@ -43,19 +45,21 @@ struct CompilerOptions {
 };
 
 // Everything a compile needs, detached from the group's tensors (a queued compile must not keep
-// device memory alive).
+// device memory alive). The IR is not part of it: only a build that compiles emits it, from the
+// group's detached records (mlir_lowering/group_replay.h), so a group found on disk or at a peer
+// never has its IR written.
 struct CompileRequest {
   std::string key_hex;
   std::string key_material;
-  std::string mlir;
+  std::shared_ptr<const mlir_lowering::GroupReplay> replay;
   std::string func;
   int num_inputs = 0;   // runtime-scalar buffer included
   int num_outputs = 0;  // device-side check counters included
   int64_t ops = 0;
   std::vector<runtime::SourceId> lines;  // distinct source lines of the group's ops (profiles)
 
-  static CompileRequest Of(const GroupKey& key, const mlir_lowering::LoweredGroup& lowered,
-                           const std::vector<runtime::OpRecord>& ops);
+  // The request of planned group `plan` whose records are `ops`.
+  static CompileRequest Of(const GroupPlan& plan, const std::vector<runtime::OpRecord>& ops);
 };
 
 // The outcome of one Build.
@@ -112,6 +116,8 @@ class GroupCompiler {
     runtime::cache::Artifact artifact;  // for the disk tier
     std::string artifact_bytes;         // encoded entry, for peers (empty without the distributed tier)
   };
+  // The group's module text (emitted from the request's replay; counted in stats).
+  absl::StatusOr<std::string> EmitIr(const CompileRequest& request);
   // Compiles and loads; counts, logs failures once per reason, profiles.
   absl::StatusOr<Built> Compile(const CompileRequest& request, const runtime::cache::Levels& levels, int tier);
   absl::StatusOr<runtime::CodeSlot::Code> Link(const runtime::cache::Artifact& artifact, int tier);

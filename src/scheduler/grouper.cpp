@@ -14,35 +14,42 @@ using mlir_lowering::GroupLowering;
 
 class Cutter {
  public:
-  Cutter(std::vector<runtime::OpRecord>& records, int64_t max_ops, runtime::Stats* stats,
+  Cutter(const std::vector<runtime::OpRecord>& records, int64_t max_ops, runtime::Stats* stats,
          const mlir_lowering::EarlierRefs* earlier)
       : records_(records), policy_(CutPolicy::UpTo(max_ops)), stats_(stats), earlier_(earlier) {}
 
-  std::vector<PlannedUnit> Run() {
-    for (size_t i = 0; i < records_.size(); ++i) {
+  std::vector<CutUnit> Run(size_t begin) {
+    for (size_t i = begin; i < records_.size() && !closed_; ++i) {
       const runtime::OpRecord& r = records_[i];
-      if (i > 0 && r.thread != records_[i - 1].thread) {
-        Close(i);  // forward | backward | optimizer: the phases' own groups, the same every step
+      if (group_ && i > start_ && r.thread != records_[i - 1].thread) {
+        Close(i, CloseReason::kThreadChange);  // forward | backward | optimizer: their own groups
+        if (closed_) {
+          return std::move(units_);  // op i starts the next cut
+        }
       }
       std::string why;
       if (!GroupLowering::CanLower(r, &why)) {
-        Close(i);
-        OpByOp(i);
+        const bool open = group_ && group_->size() > 0;
+        Close(i, CloseReason::kCannotLower);
+        if (open) units_.back().next_op_by_op = true;
+        OpByOp(i, CloseReason::kCannotLower);
         continue;
       }
       if (TryAdd(i)) {
         continue;
       }
       if (cut_) {
-        Close(i);  // (TryAdd replayed the group without op i)
-        if (TryAdd(i)) {
-          continue;
-        }
+        Close(i, CloseReason::kAddFailed);  // (TryAdd replayed the group without op i)
+        return std::move(units_);           // op i starts the next cut, as a new group
       }
-      Close(i);
-      OpByOp(i);
+      const bool open = group_ && group_->size() > 0;
+      Close(i, CloseReason::kAddFailed);
+      if (open) units_.back().next_op_by_op = true;
+      OpByOp(i, CloseReason::kAddFailed);
     }
-    Close(records_.size());
+    if (!closed_) {
+      Close(records_.size(), CloseReason::kEnd);
+    }
     return std::move(units_);
   }
 
@@ -51,31 +58,35 @@ class Cutter {
   // without op i and `cut_` says whether the lowering asked for a cut.
   bool TryAdd(size_t i) {
     if (!group_) {
-      group_ = std::make_unique<GroupLowering>();
+      group_ = std::make_unique<GroupLowering>(/*emit=*/false);
       start_ = i;
     }
     absl::Status status = group_->Add(records_[i]);
     if (status.ok()) {
       if (policy_.Ends(group_->size(), records_[i].cut_fp, group_->HalfFull())) {
-        Close(i + 1);
+        Close(i + 1, CloseReason::kPolicy);
       }
       return true;
     }
-    cut_ = mlir_lowering::IsCut(status) && static_cast<size_t>(start_) < i;
+    cut_ = mlir_lowering::IsCut(status) && start_ < i;
     if (mlir_lowering::IsCut(status)) {
       runtime::Log(runtime::LogLevel::kDebug,
                    absl::StrCat("group cut before ", runtime::OpName(records_[i].op), " at ",
                                 runtime::GlobalSourceTable().Format(records_[i].source), ": ", status.message()));
     }
-    if (!mlir_lowering::IsCut(status) && status.code() != absl::StatusCode::kUnimplemented) {
+    const bool failure = !mlir_lowering::IsCut(status) && status.code() != absl::StatusCode::kUnimplemented;
+    if (failure) {
       stats_->CountCompileFailure(std::string(status.message()));
+      failed_ = true;
     }
+    failed_value_args_ = group_->ValueArgsOf(static_cast<int64_t>(i - start_));
     // Replay the ops before i into a fresh lowering (deterministic: they succeeded before).
-    auto replay = std::make_unique<GroupLowering>();
+    auto replay = std::make_unique<GroupLowering>(/*emit=*/false);
     for (size_t j = start_; j < i; ++j) {
       if (!replay->Add(records_[j]).ok()) {
         replay.reset();  // cannot happen; be safe: run them op by op
-        for (size_t k = start_; k < i; ++k) OpByOp(k);
+        for (size_t k = start_; k < i; ++k) OpByOp(k, CloseReason::kAddFailed);
+        failed_ = true;
         break;
       }
     }
@@ -84,47 +95,59 @@ class Cutter {
   }
 
   // Ends the open group at op `end` (exclusive).
-  void Close(size_t end) {
+  void Close(size_t end, CloseReason why) {
     if (!group_ || group_->size() == 0) {
       group_.reset();
       return;
     }
-    PlannedUnit unit;
+    CutUnit unit;
+    unit.begin = start_;
+    unit.len = static_cast<int64_t>(end - start_);
+    unit.why = why;
+    if (why == CloseReason::kAddFailed) unit.failed_value_args = failed_value_args_;
     absl::StatusOr<mlir_lowering::LoweredGroup> lowered = group_->Finish(earlier_);
     group_.reset();
     if (lowered.ok()) {
       unit.lowered = std::move(*lowered);
     } else {
       stats_->CountCompileFailure(std::string(lowered.status().message()));
+      unit.failed = true;
     }
-    for (size_t j = start_; j < end; ++j) {
-      unit.ops.push_back(std::move(records_[j]));
-    }
+    unit.failed = unit.failed || failed_;
     units_.push_back(std::move(unit));
+    closed_ = true;
   }
 
-  void OpByOp(size_t i) {
+  void OpByOp(size_t i, CloseReason why) {
     stats_->CountUnlowered(runtime::OpName(records_[i].op));
-    PlannedUnit unit;
-    unit.ops.push_back(std::move(records_[i]));
+    CutUnit unit;
+    unit.begin = i;
+    unit.len = 1;
+    unit.why = why;
+    if (why == CloseReason::kAddFailed) unit.failed_value_args = failed_value_args_;
+    unit.failed = failed_;
+    failed_ = false;
     units_.push_back(std::move(unit));
   }
 
-  std::vector<runtime::OpRecord>& records_;
+  const std::vector<runtime::OpRecord>& records_;
   const CutPolicy policy_;
   runtime::Stats* stats_;
   const mlir_lowering::EarlierRefs* earlier_;
   std::unique_ptr<GroupLowering> group_;
   size_t start_ = 0;
   bool cut_ = false;
-  std::vector<PlannedUnit> units_;
+  bool closed_ = false;  // a group closed: the cut ends (after the op-by-op op that closed it, if any)
+  bool failed_ = false;
+  std::vector<int64_t> failed_value_args_;  // of the op the last failed TryAdd refused
+  std::vector<CutUnit> units_;
 };
 
 }  // namespace
 
-std::vector<PlannedUnit> CutIntoUnits(std::vector<runtime::OpRecord> records, int64_t max_group_ops,
-                                      runtime::Stats* stats, const mlir_lowering::EarlierRefs* earlier) {
-  return Cutter(records, max_group_ops, stats, earlier).Run();
+std::vector<CutUnit> CutNext(const std::vector<runtime::OpRecord>& records, size_t begin, int64_t max_group_ops,
+                             runtime::Stats* stats, const mlir_lowering::EarlierRefs* earlier) {
+  return Cutter(records, max_group_ops, stats, earlier).Run(begin);
 }
 
 }  // namespace trn::scheduler

@@ -6,14 +6,17 @@
 // to the next anchor op, not every later one), where the recording thread changes (backward
 // ops come from autograd's thread: a step's forward, backward and optimizer get groups of
 // their own, so AdamW's first step, which also creates its state, changes only its own groups),
-// and where the lowering
-// asks for one (a read or write through a view it cannot relate to an earlier write: see
-// group_lowering.h). Every cut depends only on recorded ops and geometry, never on timing, so a
-// training step yields the same groups, and the same keys, every step.
+// and where the lowering asks for one (a read or write through a view it cannot relate to an
+// earlier write: see group_lowering.h). Every cut depends only on recorded ops and geometry,
+// never on timing, so a training step yields the same groups, and the same keys, every step.
+//
+// The grouper plans (GroupLowering with emit off): it never writes IR. It works one group at a
+// time (CutNext), so a flush can look each group up in its PlanCache first (plan_cache.h) and
+// call the grouper only for the groups it has not seen.
 //
 // The records' `cut_fp` and `thread` are the scheduler's (Stream::Record sets them).
 //
-// Thread-safety: CutIntoUnits is reentrant; it reads the records and the Stats (thread-safe).
+// Thread-safety: CutNext is reentrant; it reads the records and the Stats (thread-safe).
 #pragma once
 
 #include <optional>
@@ -25,13 +28,33 @@
 
 namespace trn::scheduler {
 
-struct PlannedUnit {
-  std::vector<runtime::OpRecord> ops;
-  std::optional<mlir_lowering::LoweredGroup> lowered;  // nullopt: run op by op
+// Why a unit ends where it does (what a cached plan of it must have looked at).
+enum class CloseReason {
+  kPolicy,       // a group the cut policy ended after its last op
+  kEnd,          // a group that ends with the run
+  kThreadChange, // a group ended before an op from another recording thread
+  kCannotLower,  // a group ended before an op without a lowering (or that op itself)
+  kAddFailed,    // a group ended before an op its lowering refused or cut at (or that op itself)
 };
 
-// `earlier`: references held by work submitted before `records` (see EarlierRefs); may be null.
-std::vector<PlannedUnit> CutIntoUnits(std::vector<runtime::OpRecord> records, int64_t max_group_ops,
-                                      runtime::Stats* stats, const mlir_lowering::EarlierRefs* earlier = nullptr);
+// One unit of the cut: records [begin, begin + len).
+struct CutUnit {
+  size_t begin = 0;
+  int64_t len = 0;
+  std::optional<mlir_lowering::LoweredGroup> lowered;  // a planned group; nullopt: op by op
+  CloseReason why = CloseReason::kPolicy;
+  bool failed = false;  // a lowering failure (counted), not a refusal: never cached
+  // A group after which the next op runs op by op (the grouper did not retry it as a new group).
+  bool next_op_by_op = false;
+  // kAddFailed: the arguments of the op the lowering refused or cut at (the op after a group, or
+  // the op-by-op op itself) that it read besides runtime scalars.
+  std::vector<int64_t> failed_value_args;
+};
+
+// Cuts `records` from `begin` until a group closes (or the records end): the op-by-op units
+// before that group, the group, and the op after it when that op runs op by op. `earlier`:
+// references held by work submitted before (see EarlierRefs); may be null.
+std::vector<CutUnit> CutNext(const std::vector<runtime::OpRecord>& records, size_t begin, int64_t max_group_ops,
+                             runtime::Stats* stats, const mlir_lowering::EarlierRefs* earlier = nullptr);
 
 }  // namespace trn::scheduler

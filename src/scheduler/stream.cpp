@@ -16,6 +16,8 @@
 namespace trn::scheduler {
 namespace {
 
+thread_local int64_t flush_ns_on_thread = 0;
+
 bool Adaptive(const runtime::Knobs& knobs) { return knobs.mode == runtime::Mode::kAdaptive; }
 
 // Eager mode on a trn target: each op is a group of one, compiled when its signature is first
@@ -46,6 +48,8 @@ CompilerOptions CompilerOptionsOf(const runtime::Knobs& knobs) {
 }
 
 }  // namespace
+
+int64_t FlushNsOnThisThread() { return flush_ns_on_thread; }
 
 Stream::Stream(const runtime::Knobs& knobs, runtime::Stats* stats)
     : mode_(StreamMode(knobs)),
@@ -122,7 +126,9 @@ absl::Status Stream::Sync(const std::string& reason) {
   if (Groups()) {
     Flush();
   }
+  const int64_t wait_begin = runtime::MonotonicNs();
   absl::Status status = executor_.Wait();
+  stats_->AddTime(runtime::HostTime::kSyncWait, runtime::MonotonicNs() - wait_begin, 1);
   if (mode_ != runtime::Mode::kEager) {  // the executor retires units in these modes
     executor_.ReleaseRetired(UINT64_MAX);  // everything ran: drop the finished units' tensors
   }
@@ -175,72 +181,55 @@ void Stream::RefreshRemoteOnce(bool* done) {
 }
 
 runtime::ExecUnit Stream::MakeGroupUnit(PlannedUnit& p, bool* remote_refreshed) {
-  mlir_lowering::LoweredGroup& lowered = *p.lowered;
-  std::vector<runtime::OutputBuffer> outputs;
-  for (const mlir_lowering::GroupOutput& o : lowered.outputs) {
-    outputs.push_back(runtime::OutputBuffer{o.tensor, o.staged});
-  }
-  std::vector<const runtime::OpRecord*> ops;
-  for (const runtime::OpRecord& r : p.ops) {
-    ops.push_back(&r);
-  }
-  const GroupKey key = MakeGroupKey(ops, lowered.inputs, outputs, lowered.param_args);
+  const GroupPlan& plan = *p.plan;
   if (!dump_dir_.empty()) {  // NEURON_DUMP_MLIR: the key material too, to explain cache misses
-    std::ofstream(absl::StrCat(dump_dir_, "/", key.Hex(), ".key"), std::ios::binary) << key.material;
+    std::ofstream(absl::StrCat(dump_dir_, "/", plan.key_hex, ".key"), std::ios::binary) << plan.key.material;
   }
   runtime::ExecUnit unit;
-  unit.key = key.Hex();
-  runtime::CodeSlot::Code code;
-  if (builders_ != nullptr) {  // compile mode: queue the build of a new key on the segment builders
-    bool created = false;
-    std::shared_ptr<runtime::CodeSlot> slot = compiler_.cache().Lookup(key.material, &created);
-    if (created) {
-      ExplainMiss(unit.key, p.ops);
-      RefreshRemoteOnce(remote_refreshed);
-      if (!builders_->Submit(CompileRequest::Of(key, lowered, p.ops), slot)) {  // only once shut down
+  unit.key = plan.key_hex;
+  bool created = false;
+  std::shared_ptr<runtime::CodeSlot> slot = compiler_.cache().Lookup(plan.key.material, &created);
+  if (created) {
+    ExplainMiss(unit.key, p.ops);
+    RefreshRemoteOnce(remote_refreshed);
+    CompilePool* pool = builders_ != nullptr ? builders_.get() : pool_.get();
+    if (!pool->Submit(CompileRequest::Of(plan, p.ops), slot)) {
+      if (builders_ != nullptr) {  // only once shut down
         slot->Fail(absl::CancelledError("the compile threads shut down before building this group"));
-      }
-    } else {
-      stats_->CountCompileCacheHit();
-    }
-    if (!slot->settled()) {
-      unit.slot = std::move(slot);  // Flush awaits it before submitting this unit
-    } else {
-      absl::StatusOr<runtime::CodeSlot::Code> compiled = slot->Await();
-      if (!compiled.ok()) {
-        unit.ops = std::move(p.ops);
-        return unit;  // runs op by op
-      }
-      code = *compiled;
-    }
-  } else {  // adaptive: attach the slot; start its compile if the key is new
-    bool created = false;
-    std::shared_ptr<runtime::CodeSlot> slot = compiler_.cache().Lookup(key.material, &created);
-    if (created) {
-      ExplainMiss(unit.key, p.ops);
-      RefreshRemoteOnce(remote_refreshed);
-      if (!pool_->Submit(CompileRequest::Of(key, lowered, p.ops), slot)) {
-        compiler_.cache().Erase(key.material);  // queue full: queued again when next seen
+      } else {
+        compiler_.cache().Erase(plan.key.material);  // queue full: queued again when next seen
         stats_->CountCompileQueueFull();
       }
-    } else {
-      stats_->CountCompileCacheHit();
     }
-    code = slot->code();
-    unit.slot = std::move(slot);
+  } else {
+    stats_->CountCompileCacheHit();
   }
-  stats_->CountTemporariesElided(lowered.temporaries);
-  std::vector<at::Tensor> inputs;
-  if (lowered.params.defined()) {
-    inputs.push_back(lowered.params);  // the runtime scalars come first
+  runtime::CodeSlot::Code code = slot->code();
+  if (builders_ != nullptr) {
+    // compile mode: the executor waits for a build still running when the group's turn comes; a
+    // failed build runs op by op.
+    if (code == nullptr && !slot->failure().ok()) {
+      unit.ops = std::move(p.ops);
+      return unit;
+    }
+    unit.await_code = code == nullptr;
   }
-  inputs.insert(inputs.end(), lowered.inputs.begin(), lowered.inputs.end());
-  std::vector<runtime::CheckSlot> checks;
-  for (const mlir_lowering::GroupCheck& c : lowered.checks) {
-    checks.push_back(runtime::CheckSlot{c.op_index, c.message});
+  unit.slot = std::move(slot);
+  stats_->CountTemporariesElided(plan.temporaries);
+  runtime::CompiledUnit compiled;
+  compiled.code = std::move(code);
+  compiled.params = std::move(p.params);
+  compiled.inputs.reserve(plan.inputs.size());
+  for (const TensorPos& pos : plan.inputs) {
+    compiled.inputs.push_back(TensorAt(p.ops, pos));
   }
-  unit.compiled = runtime::CompiledUnit{std::move(code), std::move(inputs), std::move(outputs), std::move(checks),
-                                        lowered.bytes_written};
+  compiled.outputs.reserve(plan.outputs.size());
+  for (const auto& [pos, staged] : plan.outputs) {
+    compiled.outputs.push_back(runtime::OutputBuffer{TensorAt(p.ops, pos), staged});
+  }
+  compiled.checks = plan.checks;
+  compiled.bytes_written = plan.bytes_written;
+  unit.compiled = std::move(compiled);
   unit.ops = std::move(p.ops);
   return unit;
 }
@@ -259,58 +248,61 @@ void Stream::Flush() {
   if (segment.empty()) {
     return;
   }
-  const double begin = runtime::profiler::NowUs();
+  const int64_t begin_ns = runtime::MonotonicNs();
   const size_t n = segment.size();
-  std::vector<PlannedUnit> planned = CutIntoUnits(std::move(segment), max_group_ops_, stats_, executor_.earlier_refs());
-  if (runtime::profiler::Enabled()) {
-    runtime::profiler::Event e;
-    e.cat = "record";
-    e.name = absl::StrCat("cut ", n, " ops into ", planned.size(), " units");
-    e.begin_us = begin;
-    e.end_us = runtime::profiler::NowUs();
-    runtime::profiler::Add(std::move(e));
-  }
+  struct CountFlush {
+    runtime::Stats* stats;
+    int64_t begin, ops;
+    ~CountFlush() {
+      const int64_t ns = runtime::MonotonicNs() - begin;
+      flush_ns_on_thread += ns;
+      stats->AddTime(runtime::HostTime::kFlush, ns, ops);
+    }
+  } count_flush{stats_, begin_ns, static_cast<int64_t>(n)};
+  const double begin = runtime::profiler::NowUs();
   const uint64_t batch = ++batches_;
-  // compile mode: every new group of the segment is queued on the builders by MakeGroupUnit
-  // (several build at once; with peers, each rank builds the groups nobody has claimed yet and
-  // fetches the others). From the first unit whose code is not there yet, units are held and
-  // submitted in stream order, each as soon as its code is: the executor runs the built groups
-  // while the later ones still build.
-  std::vector<runtime::ExecUnit> units;
-  units.reserve(planned.size());
+  // Intermediate results nothing outside the flush references are freed after their last use,
+  // not when the flush's units are released (executor.h). Decided before any unit is submitted.
+  const std::vector<std::pair<size_t, c10::StorageImpl*>> releases = executor_.PlanEarlyRelease(segment);
+  size_t next_release = 0;
+  // One unit at a time, each submitted as soon as it is planned: the executor runs the first
+  // group while the flush plans the next ones. compile mode: a new group's build is queued on the
+  // segment builders (several build at once; with peers, each rank builds the groups nobody has
+  // claimed yet and fetches the others) and the executor waits for it when its turn comes.
+  SegmentPlanner planner(std::move(segment), &plans_, max_group_ops_, stats_, executor_.earlier_refs());
   bool remote_refreshed = false;
-  for (PlannedUnit& p : planned) {
-    runtime::ExecUnit& unit = units.emplace_back();
-    if (p.lowered.has_value()) {
+  int64_t units = 0;
+  while (!planner.Done()) {
+    PlannedUnit p = planner.Next();
+    const size_t end = p.begin + p.ops.size();
+    runtime::ExecUnit unit;
+    if (p.plan != nullptr) {
       unit = MakeGroupUnit(p, &remote_refreshed);
     } else {
       unit.ops = std::move(p.ops);
-      unit.unlowered = true;
+      unit.unlowered = p.unlowered;
     }
     unit.batch = batch;
-  }
-  planned.clear();  // the lowerings' tensors are no references the units need
-  // Intermediate results nothing outside the flush references are freed after their last use,
-  // not when the flush's units are released (executor.h).
-  executor_.PlanEarlyRelease(units);
-  std::vector<runtime::ExecUnit> held;
-  for (runtime::ExecUnit& unit : units) {
-    const bool unsettled = builders_ != nullptr && unit.slot != nullptr && !unit.slot->settled();
-    if (unsettled || !held.empty()) {
-      held.push_back(std::move(unit));
-      continue;
+    for (; next_release < releases.size() && releases[next_release].first < end; ++next_release) {
+      unit.release_after.push_back(releases[next_release].second);
     }
     executor_.Submit(std::move(unit));
+    ++units;
   }
-  for (runtime::ExecUnit& unit : held) {
-    if (unit.slot != nullptr && unit.compiled.has_value()) {
-      absl::StatusOr<runtime::CodeSlot::Code> code = unit.slot->Await();
-      if (code.ok()) unit.compiled->code = *code;  // else the executor runs it op by op
-    }
-    executor_.Submit(std::move(unit));
+  if (runtime::profiler::Enabled()) {
+    runtime::profiler::Event e;
+    e.cat = "record";
+    e.name = absl::StrCat("flush ", n, " ops into ", units, " units");
+    e.begin_us = begin;
+    e.end_us = runtime::profiler::NowUs();
+    e.nargs = {{"ops", static_cast<double>(n)}, {"units", static_cast<double>(units)},
+               {"plan_hits", static_cast<double>(planner.cache_hits())},
+               {"plan_misses", static_cast<double>(planner.cache_misses())}};
+    runtime::profiler::Add(std::move(e));
   }
-  if (!held.empty()) {
-    compiler_.cache().Trim();  // the builds that ran at once may have passed the memory tier's limits
+  stats_->CountPlans(planner.cache_hits(), planner.cache_misses());
+  if (builders_ != nullptr) {
+    compiler_.cache().Trim();  // builds of earlier flushes may have passed the memory tier's limits
   }
   // Units finished two flushes ago release their tensors now (waiting for them if the executor
   // is behind): a point fixed in the stream, so storage use counts do not depend on timing.

@@ -36,9 +36,14 @@
 #include "scheduler/cut_policy.h"
 #include "scheduler/group_compiler.h"
 #include "scheduler/grouper.h"
+#include "scheduler/plan_cache.h"
+#include "scheduler/segment_planner.h"
 #include "scheduler/miss_explainer.h"
 
 namespace trn::scheduler {
+
+// Nanoseconds this thread has spent in flushes so far (so recording time can leave them out).
+int64_t FlushNsOnThisThread();
 
 class Stream {
  public:
@@ -83,6 +88,7 @@ class Stream {
   static constexpr uint64_t kRetiredBatches = 2;
   uint64_t batches_ ABSL_GUARDED_BY(flush_mu_) = 0;
   runtime::cache::CacheStats cache_stats_;
+  PlanCache plans_ ABSL_GUARDED_BY(flush_mu_);
   MissExplainer explainer_;
   GroupCompiler compiler_;
   std::unique_ptr<CompilePool> pool_;      // adaptive mode only: the background compilers

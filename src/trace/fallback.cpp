@@ -158,6 +158,8 @@ std::shared_ptr<const MetaOutcome> InferCached(DeviceState& state, const c10::Op
 
 void RecordingFallback(const c10::OperatorHandle& orig_op, torch::jit::Stack* stack) {
   const double record_begin_us = runtime::profiler::NowUs();
+  const int64_t begin_ns = runtime::MonotonicNs();
+  const int64_t flush_ns_before = scheduler::FlushNsOnThisThread();
   const size_t nargs = orig_op.schema().arguments().size();
   std::vector<c10::IValue> args(std::make_move_iterator(stack->end() - nargs), std::make_move_iterator(stack->end()));
   stack->erase(stack->end() - nargs, stack->end());
@@ -273,6 +275,8 @@ void RecordingFallback(const c10::OperatorHandle& orig_op, torch::jit::Stack* st
   for (c10::IValue& o : outs) {
     stack->push_back(std::move(o));
   }
+  const int64_t flushed = scheduler::FlushNsOnThisThread() - flush_ns_before;
+  state.stats.AddTime(runtime::HostTime::kRecord, runtime::MonotonicNs() - begin_ns - flushed, 1);
 }
 
 }  // namespace trn::trace

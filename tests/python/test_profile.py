@@ -338,7 +338,7 @@ def test_trace_event_format(run, request):
         assert bwd and "python" not in bwd, bwd
         for e in xs:
             if e["cat"] == "record":
-                if e["name"].startswith("cut "):   # cutting a segment into units
+                if e["name"].startswith("flush "):   # a flush: planning a segment into units
                     assert "lines" not in e["args"] and r["mode"] != "eager", e
                 else:
                     assert len(e["args"]["lines"]) == 1, e

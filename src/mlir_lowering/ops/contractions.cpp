@@ -44,13 +44,15 @@ absl::Status Matmul(GroupLowering& g, const runtime::OpRecord& r) {
   const std::string type = TensorType(shape, dtype);
   NameGen& n = g.names();
   const std::string empty = n.Next("e"), zero = n.Next("c"), filled = n.Next("f"), prod = n.Next("mm");
-  g.Emit(absl::StrCat("    ", empty, " = tensor.empty() : ", type, "\n"));
-  g.Emit(absl::StrCat("    ", zero, " = arith.constant 0.0 : ", *ElementType(dtype), "\n"));
-  g.Emit(absl::StrCat("    ", filled, " = linalg.fill ins(", zero, " : ", *ElementType(dtype), ") outs(", empty, " : ",
-                      type, ") -> ", type, "\n"));
-  g.Emit(absl::StrCat("    ", prod, " = linalg.", batched ? "batch_matmul" : "matmul", " ins(", sa, ", ", sb, " : ",
-                      TensorType(lhs.sizes().vec(), dtype), ", ", TensorType(rhs.sizes().vec(), dtype), ") outs(",
-                      filled, " : ", type, ") -> ", type, "\n"));
+  if (g.emitting()) {
+    g.Emit(absl::StrCat("    ", empty, " = tensor.empty() : ", type, "\n"));
+    g.Emit(absl::StrCat("    ", zero, " = arith.constant 0.0 : ", *ElementType(dtype), "\n"));
+    g.Emit(absl::StrCat("    ", filled, " = linalg.fill ins(", zero, " : ", *ElementType(dtype), ") outs(", empty,
+                        " : ", type, ") -> ", type, "\n"));
+    g.Emit(absl::StrCat("    ", prod, " = linalg.", batched ? "batch_matmul" : "matmul", " ins(", sa, ", ", sb, " : ",
+                        TensorType(lhs.sizes().vec(), dtype), ", ", TensorType(rhs.sizes().vec(), dtype), ") outs(",
+                        filled, " : ", type, ") -> ", type, "\n"));
+  }
   View product = View::Whole(prod, shape, dtype);
   if (!add) return g.WriteResult(0, product);
   // beta * self + alpha * product; beta == 0 ignores self (NaN in it included), as torch does.

@@ -48,10 +48,12 @@ absl::Status Cat(GroupLowering& g, const runtime::OpRecord&) {
     std::vector<int64_t> offsets(rank, 0), strides(rank, 1);
     offsets[dim] = offset;
     const std::string next = g.names().Next("cat");
-    g.Emit(absl::StrCat("    ", next, " = tensor.insert_slice ", src, " into ", acc, "[",
-                        absl::StrJoin(offsets, ", "), "] [", absl::StrJoin(v.sizes, ", "), "] [",
-                        absl::StrJoin(strides, ", "), "] : ", TensorType(v.sizes, dst.scalar_type()), " into ", type,
-                        "\n"));
+    if (g.emitting()) {
+      g.Emit(absl::StrCat("    ", next, " = tensor.insert_slice ", src, " into ", acc, "[",
+                          absl::StrJoin(offsets, ", "), "] [", absl::StrJoin(v.sizes, ", "), "] [",
+                          absl::StrJoin(strides, ", "), "] : ", TensorType(v.sizes, dst.scalar_type()), " into ",
+                          type, "\n"));
+    }
     acc = next;
     offset += t.size(dim);
   }

@@ -1,0 +1,74 @@
+// GroupReplay: the IR of a planned group, emitted away from the flush.
+//
+// A flush only plans its groups (GroupLowering with emit off): the key and everything the
+// executor needs come from the plan. The IR is needed only when a group is built, so the flush
+// detaches the group's records into a GroupReplay and the compile thread, if it has to compile,
+// replays them into an emitting GroupLowering with the liveness the plan decided.
+//
+// Detached records keep the groups's structure and nothing else: every device tensor becomes a
+// storage-less shadow with the same sizes, strides, offset, dtype and math bits, one shadow
+// storage per original storage (so buffers, aliasing and the order of first appearance are the
+// records'); host tensors (already private copies) and every other argument are kept. A queued
+// build therefore holds no device memory and changes no use count that the scheduler reads.
+//
+// The replay is checked against the plan (inputs, outputs, staging, runtime scalars, checks): a
+// mismatch is an internal error (a lowering whose decisions depend on whether it emits), never a
+// silent difference.
+//
+// Thread-safety: Detach runs on the flushing thread; afterwards Emit may be called from any
+// thread (the first call emits, under a mutex; later ones return the kept text).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "mlir_lowering/group_lowering.h"
+#include "runtime/op_record.h"
+
+namespace trn::mlir_lowering {
+
+// The decisions of a plan that the IR must agree with.
+struct PlanShape {
+  std::vector<TensorGeometry> inputs;
+  std::vector<std::pair<TensorGeometry, bool>> outputs;  // (geometry, staged)
+  std::vector<std::pair<int64_t, int64_t>> param_args;
+  int64_t checks = 0;
+
+  static PlanShape Of(const LoweredGroup& group);
+  bool operator==(const PlanShape& o) const {
+    return inputs == o.inputs && outputs == o.outputs && param_args == o.param_args && checks == o.checks;
+  }
+};
+
+class GroupReplay {
+ public:
+  // Detaches `ops` (the group's records, in order) with the plan the flush made of them: the
+  // liveness of each buffer and the decisions the IR must agree with.
+  static std::shared_ptr<const GroupReplay> Detach(const std::vector<runtime::OpRecord>& ops, std::vector<bool> live,
+                                                   PlanShape shape);
+
+  // Replays the records into an emitting lowering: the module text of `@group`. The text is
+  // kept: a tier-up build of the same request does not emit again. `*emitted`: whether this call
+  // emitted (false when the text was kept from an earlier call).
+  absl::StatusOr<std::string> Emit(bool* emitted = nullptr) const;
+
+  int64_t size() const { return static_cast<int64_t>(ops_.size()); }
+
+ private:
+  GroupReplay() = default;
+  absl::StatusOr<std::string> EmitLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  std::vector<runtime::OpRecord> ops_;
+  std::vector<bool> live_;
+  PlanShape shape_;
+  mutable absl::Mutex mu_;
+  mutable std::optional<absl::StatusOr<std::string>> text_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace trn::mlir_lowering

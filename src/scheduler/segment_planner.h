@@ -1,0 +1,66 @@
+// SegmentPlanner: a flushed segment -> execution units in stream order, one at a time, so the
+// flush can submit each unit as soon as it is planned.
+//
+// At each unit start it first probes the PlanCache (plan_cache.h): the records are hashed op by
+// op and every cached plan stored under a prefix's hash is tried (guards, runtime scalars,
+// liveness); the first that applies is bound to this segment's tensors by position. Only when
+// none applies does it call the grouper and the lowering (grouper.h) for the next group, and
+// caches what they decided.
+//
+// Thread-safety: used by the flushing thread only (the Stream serialises flushes).
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "mlir_lowering/group_lowering.h"
+#include "runtime/op_record.h"
+#include "runtime/stats.h"
+#include "scheduler/plan_cache.h"
+
+namespace trn::scheduler {
+
+struct PlannedUnit {
+  std::vector<runtime::OpRecord> ops;
+  // A group (the plan, this flush's runtime scalars); null: the ops run op by op.
+  std::shared_ptr<const GroupPlan> plan;
+  std::vector<double> params;
+  bool unlowered = false;  // op by op for lack of a lowering (or a refused/failed lowering)
+  size_t begin = 0;        // index of the first op in the segment
+};
+
+class SegmentPlanner {
+ public:
+  SegmentPlanner(std::vector<runtime::OpRecord> segment, PlanCache* cache, int64_t max_group_ops,
+                 runtime::Stats* stats, const mlir_lowering::EarlierRefs* earlier);
+
+  bool Done() const { return pos_ >= records_.size() && ready_.empty(); }
+  // The next unit (its records are moved out of the segment). Call only while !Done().
+  PlannedUnit Next();
+  const std::vector<runtime::OpRecord>& records() const { return records_; }
+  int64_t cache_hits() const { return hits_; }
+  int64_t cache_misses() const { return misses_; }
+
+ private:
+  // A cached plan for the unit at pos_ that holds for these records, bound; false: none.
+  bool FromCache(PlannedUnit* out);
+  // Whether `plan` (found after hashing `hasher.ops()` ops) holds here; then `*params` are its
+  // runtime scalars.
+  bool Applies(const GroupPlan& plan, const GroupHasher& hasher, std::vector<double>* params) const;
+  // The grouper's next cut: queues its units (and caches their plans).
+  void Cut();
+  void CachePlans(const std::vector<struct CutUnit>& cut, const std::vector<std::shared_ptr<GroupPlan>>& plans);
+  PlannedUnit Take(size_t begin, int64_t len);
+
+  std::vector<runtime::OpRecord> records_;
+  PlanCache* const cache_;
+  const int64_t max_group_ops_;
+  runtime::Stats* const stats_;
+  const mlir_lowering::EarlierRefs* const earlier_;
+  size_t pos_ = 0;
+  std::vector<PlannedUnit> ready_;  // units of the last cut not handed out yet (in order)
+  size_t next_ready_ = 0;
+  int64_t hits_ = 0, misses_ = 0;
+};
+
+}  // namespace trn::scheduler
