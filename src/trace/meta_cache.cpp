@@ -2,6 +2,8 @@
 
 #include <cstring>
 
+#include "absl/strings/match.h"
+
 #include "runtime/host_view.h"
 #include "trace/snapshot.h"
 
@@ -18,7 +20,23 @@ void PutInts(std::string* key, c10::IntArrayRef v) {
   key->append(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(int64_t));
 }
 
-void PutTensor(std::string* key, const at::Tensor& t) {
+// Ops whose Meta outcome cannot depend on the values of their floating-point scalars: pointwise
+// ops (the result has the broadcast geometry; a scalar's kind, kept in the key, may promote the
+// dtype, its value cannot) and the _foreach_ ops (one pointwise op per list element). For these
+// the key leaves out double and complex values and host scalars' contents, so AdamW's
+// step-dependent `lr / bias_correction` does not miss every step. Integer values stay in: an
+// integer exponent's sign decides whether pow() raises.
+bool ValueFree(const c10::OperatorHandle& op) {
+  thread_local absl::flat_hash_map<const c10::FunctionSchema*, bool> memo;
+  const c10::FunctionSchema& schema = op.schema();
+  auto [it, inserted] = memo.try_emplace(&schema, false);
+  if (inserted) {
+    it->second = op.hasTag(at::Tag::pointwise) || absl::StartsWith(schema.name(), "aten::_foreach_");
+  }
+  return it->second;
+}
+
+void PutTensor(std::string* key, const at::Tensor& t, bool value_free) {
   if (!t.defined()) {
     key->push_back('u');
     return;
@@ -32,15 +50,15 @@ void PutTensor(std::string* key, const at::Tensor& t) {
   Put(key, t.storage().nbytes());
   Put(key, static_cast<uint8_t>(t.is_conj() | (t.is_neg() << 1) |
                                 (t.unsafeGetTensorImpl()->is_wrapped_number() << 2)));
-  if (host && t.dim() == 0 && t.data_ptr() != nullptr) {
+  if (host && t.dim() == 0 && t.data_ptr() != nullptr && !(value_free && t.is_floating_point())) {
     // Host scalars stay host tensors during Meta inference; key on their value too.
     key->append(static_cast<const char*>(t.data_ptr()), t.itemsize());
   }
 }
 
-bool PutValue(std::string* key, const c10::IValue& v) {
+bool PutValue(std::string* key, const c10::IValue& v, bool value_free) {
   if (v.isTensor()) {
-    PutTensor(key, v.toTensor());
+    PutTensor(key, v.toTensor(), value_free);
   } else if (v.isNone()) {
     key->push_back('n');
   } else if (v.isInt()) {
@@ -48,13 +66,13 @@ bool PutValue(std::string* key, const c10::IValue& v) {
     Put(key, v.toInt());
   } else if (v.isDouble()) {
     key->push_back('f');
-    Put(key, v.toDouble());
+    if (!value_free) Put(key, v.toDouble());
   } else if (v.isBool()) {
     key->push_back('b');
     Put(key, v.toBool());
   } else if (v.isComplexDouble()) {
     key->push_back('c');
-    Put(key, v.toComplexDouble());
+    if (!value_free) Put(key, v.toComplexDouble());
   } else if (v.isSymInt()) {
     auto i = v.toSymInt().maybe_as_int();
     if (!i.has_value()) {
@@ -72,8 +90,12 @@ bool PutValue(std::string* key, const c10::IValue& v) {
     PutInts(key, v.toIntVector());
   } else if (v.isDoubleList()) {
     key->push_back('F');
-    for (double d : v.toDoubleVector()) {
-      Put(key, d);
+    if (value_free) {
+      Put(key, v.toDoubleVector().size());
+    } else {
+      for (double d : v.toDoubleVector()) {
+        Put(key, d);
+      }
     }
     key->push_back(';');
   } else if (v.isBoolList()) {
@@ -85,7 +107,7 @@ bool PutValue(std::string* key, const c10::IValue& v) {
   } else if (v.isTensorList() || v.isOptionalTensorList()) {
     key->push_back('L');
     bool ok = true;
-    runtime::ForEachTensor(v, [&](const at::Tensor& t) { PutTensor(key, t); });
+    runtime::ForEachTensor(v, [&](const at::Tensor& t) { PutTensor(key, t, value_free); });
     key->push_back(';');
     if (v.isOptionalTensorList()) {
       // None entries matter (index() with None means "full slice"): record the pattern.
@@ -99,8 +121,16 @@ bool PutValue(std::string* key, const c10::IValue& v) {
     Put(key, static_cast<int8_t>(v.toDevice().type()));
   } else if (v.isGenerator()) {
     key->push_back('g');  // shapes never depend on the generator
+  } else if (v.isList()) {  // Scalar[] (the _foreach_ ops' ScalarList), SymInt[], ...
+    key->push_back('[');
+    for (const c10::IValue& e : v.toListRef()) {
+      if (!PutValue(key, e, value_free)) {
+        return false;
+      }
+    }
+    key->push_back(']');
   } else {
-    return false;  // lists of SymInts, tuples, objects: not keyed
+    return false;  // tuples, objects, symbolic ints: not keyed
   }
   return true;
 }
@@ -175,8 +205,9 @@ std::optional<std::string> MetaCache::Key(const c10::OperatorHandle& op, const s
   std::string key;
   key.reserve(128);
   Put(&key, &op.schema());  // operator definitions live as long as the process
+  const bool value_free = ValueFree(op);
   for (const c10::IValue& a : args) {
-    if (!PutValue(&key, a)) {
+    if (!PutValue(&key, a, value_free)) {
       return std::nullopt;
     }
   }
