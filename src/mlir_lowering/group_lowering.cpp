@@ -172,6 +172,7 @@ absl::StatusOr<View> GroupLowering::Read(const at::Tensor& t) {
   Buffer& b = BufferOf(t);
   for (auto it = b.writes.rbegin(); it != b.writes.rend(); ++it) {
     if (it->geo == geo) {
+      it->value_readers.insert(current_index());
       return it->value;
     }
   }
@@ -194,8 +195,9 @@ absl::StatusOr<View> GroupLowering::Read(const at::Tensor& t) {
     }
     return CutHere("reads a view that is not an affine image of the view the group wrote");
   }
-  for (const Input& in : b.inputs) {
+  for (Input& in : b.inputs) {
     if (in.geo == geo) {
+      in.readers.insert(current_index());
       return View::Whole(in.ssa, geo.sizes, geo.dtype);
     }
   }
@@ -203,7 +205,7 @@ absl::StatusOr<View> GroupLowering::Read(const at::Tensor& t) {
     return CutHere("the group has as many inputs as an entry point takes");
   }
   std::string ssa = names_.Next("in");
-  b.inputs.push_back(Input{geo, ssa});
+  b.inputs.push_back(Input{geo, ssa, {current_index()}});
   input_tensors_.push_back(t);
   input_geos_.push_back(geo);
   input_ssa_.push_back(ssa);
@@ -272,10 +274,23 @@ absl::Status GroupLowering::Write(const at::Tensor& dst, const View& value_in) {
                       [](ScalarBuilder&, const std::vector<Scalar>& a) { return a[0]; });
   }
   Buffer& b = BufferOf(dst);
+  const int64_t op = current_index();
+  const bool pointwise = ops_[static_cast<size_t>(op)]->op.hasTag(at::Tag::pointwise);
+  bool chain = false;
+  int64_t first_op = op;
+  bool replaced = false;
   for (auto it = b.writes.begin(); it != b.writes.end(); ++it) {
     if (it->geo == geo) {
+      chain = pointwise && it->in_place_chain && it->value_readers.contains(op);
+      first_op = it->first_op;
+      replaced = true;
       b.writes.erase(it);
       break;
+    }
+  }
+  if (!replaced) {
+    for (const Input& in : b.inputs) {
+      chain = chain || (pointwise && in.geo == geo && in.readers.contains(op));
     }
   }
   for (const Write_& w : b.writes) {
@@ -286,8 +301,35 @@ absl::Status GroupLowering::Write(const at::Tensor& dst, const View& value_in) {
   if (++writes_ > kMaxWrites) {
     return CutHere("the group writes as many views as an entry point can return");
   }
-  b.writes.push_back(Write_{geo, std::move(value), dst});
+  Write_ w{geo, std::move(value), dst, op};
+  w.first_op = first_op;
+  w.in_place_chain = chain;
+  b.writes.push_back(std::move(w));
   return absl::OkStatus();
+}
+
+bool GroupLowering::NeedsStaging(const Buffer& b, const Write_& w) const {
+  bool overlaps = false;
+  for (const Input& in : b.inputs) overlaps = overlaps || in.geo.Overlaps(w.geo);
+  if (!overlaps) {
+    return false;
+  }
+  // In-place pointwise updates (`p.mul_(s)`, AdamW's lerp_ / mul_ + addcmul_ / addcdiv_)
+  // write their result straight into the input when: the group reads the input once, by the
+  // first op of a chain of ops that each read this view's previous value and write it whole,
+  // all pointwise; the input is the buffer's only one and this view its only write. Then the
+  // old contents are read only on the way to the final value: fusion never duplicates a
+  // producer with another use (host_passes.cpp), so each old element is read in the loop that
+  // writes it, or in a loop before that one. Staging such outputs cost a scratch buffer and a
+  // copy per output, which made optimizer groups slower than op by op.
+  if (b.inputs.size() != 1 || b.writes.size() != 1 || !w.in_place_chain) {
+    return true;
+  }
+  const Input& in = b.inputs.front();
+  if (!(in.geo == w.geo) || in.readers.size() != 1 || !in.readers.contains(w.first_op)) {
+    return true;
+  }
+  return !w.tensor.is_non_overlapping_and_dense();
 }
 
 std::string GroupLowering::Constant(const c10::Scalar& value, c10::ScalarType dtype) {
@@ -600,10 +642,7 @@ absl::StatusOr<LoweredGroup> GroupLowering::Finish(const EarlierRefs* earlier, c
         ++g.temporaries;
         continue;
       }
-      bool staged = false;
-      for (const Input& in : b.inputs) {
-        staged = staged || in.geo.Overlaps(w.geo);
-      }
+      const bool staged = NeedsStaging(b, w);
       g.outputs.push_back(GroupOutput{w.tensor, staged});
       g.bytes_written += Numel(w.geo.sizes) * static_cast<int64_t>(c10::elementSize(w.geo.dtype));
       if (!emit_) {

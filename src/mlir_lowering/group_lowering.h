@@ -261,10 +261,17 @@ class GroupLowering {
     TensorGeometry geo;
     View value;
     at::Tensor tensor;
+    int64_t op = -1;  // the op that wrote it (last)
+    int64_t first_op = -1;  // the first of a chain of in-place pointwise writes of this view
+    // Every write of this view so far was an in-place pointwise op reading the view's previous
+    // value (the first: the group's input): the output may skip staging (NeedsStaging).
+    bool in_place_chain = false;
+    absl::flat_hash_set<int64_t> value_readers;  // ops that read this value (exact view)
   };
   struct Input {
     TensorGeometry geo;
     std::string ssa;
+    absl::flat_hash_set<int64_t> readers;  // the ops that read it
   };
   struct Buffer {
     int id = 0;
@@ -275,6 +282,9 @@ class GroupLowering {
   };
 
   Buffer& BufferOf(const at::Tensor& t);
+  // Whether write `w` of `b`, which overlaps an input of the group, must go through a scratch
+  // buffer (see Finish).
+  bool NeedsStaging(const Buffer& b, const Write_& w) const;
   void NoteTensors(const runtime::OpRecord& record);
   std::string Constant(const c10::Scalar& value, c10::ScalarType dtype);
   // (op, argument) read through Arg and not runtime scalars, of op `only_op` (-1: every op).

@@ -1,5 +1,7 @@
 #include "runtime/compiled_run.h"
 
+#include <cstring>
+
 #include "runtime/device_model.h"
 #include "runtime/neuroncore/instruction_stream.h"
 
@@ -189,6 +191,18 @@ static absl::Status RunOnDevice(const CompiledUnit& unit, const std::vector<OpRe
   return absl::OkStatus();
 }
 
+// A staged output's scratch (contiguous, same dtype) into its place: a memcpy when the place
+// is contiguous too, else ATen's strided copy.
+static void CopyFromScratch(const at::Tensor& out, const at::Tensor& scratch) {
+  if (out.is_contiguous() && out.scalar_type() == scratch.scalar_type() && out.numel() == scratch.numel() &&
+      out.storage().mutable_data() != nullptr) {
+    char* dst = static_cast<char*>(out.storage().mutable_data()) + out.storage_offset() * out.element_size();
+    std::memcpy(dst, scratch.const_data_ptr(), static_cast<size_t>(scratch.nbytes()));
+    return;
+  }
+  HostAlias(out).copy_(scratch);
+}
+
 void* ExternEntry(int tensors) {
   static const auto table = MakeExternTable(std::make_index_sequence<kMaxExternOperands>{});
   if (tensors < 1 || tensors > kMaxExternOperands) {
@@ -258,7 +272,7 @@ absl::Status RunCompiledUnit(const CompiledUnit& unit, const std::vector<OpRecor
     }
     for (size_t i = 0; i < unit.outputs.size(); ++i) {
       if (unit.outputs[i].staged) {
-        HostAlias(unit.outputs[i].tensor).copy_(scratch[i]);
+        CopyFromScratch(unit.outputs[i].tensor, scratch[i]);
       }
     }
   } catch (...) {

@@ -150,6 +150,28 @@ def test_views_and_in_place_updates_inside_a_group():
     assert out["u"] == u.tolist()
 
 
+def test_in_place_outputs_written_straight_into_their_inputs_stay_right():
+    # Patterns around in-place outputs that skip staging (GroupLowering::NeedsStaging): an
+    # AdamW-like chain (unstaged), an old value read outside the chain, a write that does not
+    # read the previous value, and a transposed in-place read (all staged). Values vs CPU.
+    prog = """
+        import json, torch, torch_trn
+        def run(dev):
+            g = torch.Generator().manual_seed(0)
+            x, y, v, q = (torch.randn(64, 32, generator=g).to(dev) for _ in range(4))
+            m = torch.randn(32, 32, generator=g).to(dev)
+            v.abs_().mul_(0.9); v.addcmul_(y, y, value=0.1); v.sqrt_()  # chain
+            a = x * 3; x.mul_(2); b = a + 1                         # old x read after x's write
+            q.mul_(2); z = q + 1; torch.mul(y, y, out=q); w = z * 5  # write not reading q
+            m.copy_(m.t() * 2)                                      # transposed in-place read
+            return [t.cpu().tolist() for t in (v, x, b, q, w, m)]
+        print(json.dumps({"dev": run("neuron"), "cpu": run("cpu")}))
+    """
+    out = run_json(prog)
+    for got, want in zip(out["dev"], out["cpu"]):
+        assert torch.allclose(torch.tensor(got), torch.tensor(want), rtol=1e-6, atol=1e-6)
+
+
 def test_prefix_reads_of_values_written_in_the_group_compile():
     # A read of a prefix of a dim the group wrote (the first part of a q/k/v split) is indexed
     # by a bare loop dim over a longer tensor dim, which linalg's verifier rejects: such a read
