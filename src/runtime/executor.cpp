@@ -59,7 +59,10 @@ void Executor::ReraiseWarnings() {
 }
 
 Executor::Executor(ExecutorOptions options, Stats* stats)
-    : options_(options), stats_(stats), thread_([this] { Loop(); }) {
+    : options_(options),
+      stats_(stats),
+      kernel_pool_(std::make_unique<KernelPool>(static_cast<int>(options.kernel_helpers))),
+      thread_([this] { Loop(); }) {
   earlier_refs_.mu = &refs_mu_;
   earlier_refs_.count = [this](const c10::StorageImpl* s) ABSL_NO_THREAD_SAFETY_ANALYSIS {
     auto it = in_flight_refs_.find(s);
@@ -253,6 +256,7 @@ void SetThreadTeamSize(int threads) {
 
 void Executor::Loop() {
   SetThreadTeamSize(static_cast<int>(options_.kernel_threads));
+  KernelPool::SetForThisThread(kernel_pool_.get());
   ExecutorWarningHandler handler(this);
   c10::WarningUtils::WarningHandlerGuard guard(&handler);
   profiler::NameThisThread("executor");
@@ -335,10 +339,13 @@ void Executor::RunUnit(ExecUnit& unit, bool poisoned) {
     }
     event.lines = DistinctLines(unit.ops);
   }
+  const int64_t op_by_op_ns = compiled && options_.bench_groups ? GroupBench::RunOpByOpAndRestore(unit.ops) : -1;
   const int64_t begin_ns = MonotonicNs();
   if (compiled) {
     RunCompiled(unit);
-    stats_->AddTime(HostTime::kExecCompiled, MonotonicNs() - begin_ns, n);
+    const int64_t ns = MonotonicNs() - begin_ns;
+    stats_->AddTime(HostTime::kExecCompiled, ns, n);
+    if (op_by_op_ns >= 0) group_bench_.Record(unit.key, unit.ops, op_by_op_ns, ns);
   } else {
     if (!poisoned && std::string_view(UnitKind(unit, false)) == "awaiting_compile") {
       stats_->CountAwaitingCompile(n);

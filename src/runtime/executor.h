@@ -27,6 +27,8 @@
 #include "mlir_lowering/group_lowering.h"
 #include "runtime/code_cache.h"
 #include "runtime/compiled_run.h"
+#include "runtime/group_bench.h"
+#include "runtime/kernel_pool.h"
 #include "runtime/op_record.h"
 #include "runtime/stats.h"
 
@@ -76,6 +78,10 @@ struct ExecutorOptions {
   bool track_refs = false;
   // OpenMP threads of the kernels the executor runs (0: leave the default).
   int64_t kernel_threads = 0;
+  // NEURON_BENCH_GROUPS: run every compiled group op by op too, timed (group_bench.h).
+  bool bench_groups = false;
+  // Helper threads that take chunks of the executor's large matrix products (kernel_pool.h).
+  int64_t kernel_helpers = 0;
 };
 
 class Executor {
@@ -116,6 +122,8 @@ class Executor {
   // later: timm/resnetv2_152x4_bit's training step then outgrew 24 GiB, where eager needs ~17 GB.
   // Only the memory goes: the storages (so their use counts) live until ReleaseRetired.
   std::vector<std::pair<size_t, c10::StorageImpl*>> PlanEarlyRelease(const std::vector<OpRecord>& records);
+  // options.bench_groups: each compiled group's time compiled and op by op (group_bench.h).
+  std::vector<GroupBenchRow> GroupBenchRows() const { return group_bench_.Rows(); }
 
  private:
   void Loop();
@@ -146,6 +154,8 @@ class Executor {
 
   const ExecutorOptions options_;
   Stats* const stats_;
+  GroupBench group_bench_;
+  std::unique_ptr<KernelPool> kernel_pool_;  // created before the executor thread starts
   mutable absl::Mutex refs_mu_ ABSL_ACQUIRED_AFTER(mu_);
   absl::flat_hash_map<const c10::StorageImpl*, int64_t> in_flight_refs_ ABSL_GUARDED_BY(refs_mu_);
   mlir_lowering::EarlierRefs earlier_refs_;

@@ -110,10 +110,19 @@ const std::vector<KnobSpec>& KnobSpecs() {
       {"NEURON_EXECUTOR_THREADS", "0", "integer >= 0",
        "OpenMP threads the executor's CPU kernels use; 0 = one less than the machine's cores "
        "(at least 1), leaving a core to the recording thread (docs/adaptive.md)."},
+      {"NEURON_MATMUL_THREADS", "0", "integer 0..64",
+       "Threads that run one large matrix product of the executor (mm, addmm, bmm, baddbmm, "
+       "op by op or called from compiled code): the executor and helpers taking chunks of the "
+       "result; 0 = one per core. Helpers sleep when idle and a chunk nobody took runs on the "
+       "executor, so a busy recording thread never stalls a product (docs/adaptive.md)."},
       {"NEURON_HOST_TIME_CLOCK", "wall", "wall | thread_cpu",
        "Clock of stats()[\"host_time\"]: wall time, or the CPU time of the thread doing the work "
        "(thread_cpu: what recording, flushing and executing cost when other processes share the "
        "cores; bench/steady.py reports both)."},
+      {"NEURON_BENCH_GROUPS", "0", "0 | 1",
+       "For benchmarks: every compiled group also runs op by op on the same buffers (restored "
+       "before the compiled run), timed; torch_trn._C.group_bench() lists both times per group "
+       "(bench/steady.py --groups). Slow."},
       {"NEURON_DEVICE_CACHE_BYTES", "2147483648", "integer >= 0",
        "Bytes of freed device memory blocks (1 MiB and larger) kept for reuse instead of being "
        "returned to the system; torch_trn.empty_cache() releases them (docs/memory.md)."},
@@ -207,6 +216,7 @@ absl::StatusOr<Knobs> ParseKnobs(const EnvLookup& lookup) {
       {"NEURON_TIERING", 0, 1, &tiering},
       {"NEURON_COMPILE_NICE", 0, 19, &knobs.compile_nice},
       {"NEURON_EXECUTOR_THREADS", 0, 1024, &knobs.executor_threads},
+      {"NEURON_MATMUL_THREADS", 0, 64, &knobs.matmul_threads},
       {"NEURON_DEVICE_CACHE_BYTES", 0, INT64_MAX, &knobs.device_cache_bytes},
   };
   for (const IntKnob& k : int_knobs) {
@@ -235,6 +245,16 @@ absl::StatusOr<Knobs> ParseKnobs(const EnvLookup& lookup) {
   }
   if (knobs.executor_threads == 0) {
     knobs.executor_threads = std::max<int64_t>(1, static_cast<int64_t>(std::thread::hardware_concurrency()) - 1);
+  }
+  if (knobs.matmul_threads == 0) {
+    knobs.matmul_threads = std::clamp<int64_t>(static_cast<int64_t>(std::thread::hardware_concurrency()), 1, 64);
+  }
+  if (auto v = lookup("NEURON_BENCH_GROUPS")) {
+    auto b = ParseBool(Spec("NEURON_BENCH_GROUPS"), *v);
+    if (!b.ok()) {
+      return b.status();
+    }
+    knobs.bench_groups = *b;
   }
   if (auto v = lookup("NEURON_HOST_TIME_CLOCK")) {
     const std::string clock = absl::AsciiStrToLower(*v);

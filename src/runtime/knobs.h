@@ -47,7 +47,9 @@ struct Knobs {
   bool tiering = true;              // adaptive: -O0 first, then opt_level
   int64_t compile_nice = 10;        // nice value of the compile threads
   int64_t executor_threads = 0;     // OpenMP threads of the executor's kernels (0: cores - 1)
+  int64_t matmul_threads = 0;       // threads of one large matrix product (0: cores)
   bool host_time_thread_cpu = false;  // NEURON_HOST_TIME_CLOCK=thread_cpu: stats()["host_time"] in CPU time
+  bool bench_groups = false;        // NEURON_BENCH_GROUPS: compiled groups also run op by op, timed
   int64_t device_cache_bytes = int64_t{2} << 30;  // freed device blocks kept for reuse
   std::string profile_path;         // NEURON_PROFILE: empty = no whole-process profile
   std::string test_compile_fault;   // tests only: "fail" | "slow" | ""

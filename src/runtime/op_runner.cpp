@@ -7,6 +7,7 @@
 #include "absl/strings/str_join.h"
 #include "runtime/host_view.h"
 #include "runtime/op_error.h"
+#include "runtime/split_matmul.h"
 
 namespace trn::runtime {
 namespace {
@@ -53,7 +54,9 @@ absl::Status RunOnHost(const c10::OperatorHandle& op, const std::vector<c10::IVa
     // Keep the arguments alive across the call: kernels returning std::tuple<Tensor&...> read
     // their (out=) arguments after the stack dropped them.
     std::vector<c10::IValue> keep_alive(stack.begin(), stack.end());
-    op.callBoxed(&stack);
+    if (!RunSplitMatmul(op, &stack)) {  // (a large product, on the executor's cores)
+      op.callBoxed(&stack);
+    }
     for (auto& [device, alias] : outs) {
       if (!ResizedAway(device, alias)) {
         continue;

@@ -75,7 +75,7 @@ Stream::Stream(const runtime::Knobs& knobs, runtime::Stats* stats)
                                       &compiler_)),
       executor_(runtime::ExecutorOptions{knobs.max_pending_ops, knobs.last_ops_capacity,
                                          /*track_refs=*/StreamMode(knobs) != runtime::Mode::kEager,
-                                         knobs.executor_threads},
+                                         knobs.executor_threads, knobs.bench_groups, knobs.matmul_threads - 1},
                 stats) {}
 
 absl::Status Stream::Record(runtime::OpRecord record, double record_begin_us) {

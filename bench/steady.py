@@ -1,0 +1,226 @@
+"""Steady-state step time: PyTorch CPU eager vs eager, compile and adaptive mode, and where it goes.
+
+    PYTHONPATH=python python3 bench/steady.py                    # mlp, cnn, gpt, demo; 20 steps
+    PYTHONPATH=python python3 bench/steady.py --models gpt --steps 30 --repeat 3
+    PYTHONPATH=python python3 bench/steady.py --models gpt --groups   # per group: compiled vs op by op
+    PYTHONPATH=python python3 bench/steady.py --clock thread_cpu      # breakdown in CPU time
+
+Models: the AdamW training loops of bench/ttfs.py (mlp, cnn, gpt) and the demo transformer of
+`./dev demo` (tests/python/models.py "gpt", AdamW lr 1e-2). Each (model, row) runs in a fresh
+process with the same data and thread settings; a step ends at `loss.item()`. Rows:
+
+    cpu            PyTorch CPU eager (no torch_trn), torch's default threads
+    eager          NEURON_MODE=eager
+    compile        NEURON_MODE=compile, empty disk cache (cold)
+    compile_warm   NEURON_MODE=compile, restarted on the cold run's disk cache
+    adaptive       NEURON_MODE=adaptive, cold; timed after `wait_for_compiles()`
+    adaptive_warm  NEURON_MODE=adaptive, restarted on the cold run's disk cache
+
+The step is timed after --warmup steps (adaptive: warm-up, wait_for_compiles(), two more steps),
+as median (min, max) over --steps steps; with --repeat R each row runs R processes and the
+process with the median steady step is reported. Per step the breakdown (stats()["host_time"],
+reset after the warm-up): record µs per recorded op, flush µs per flushed op, executor busy ms on
+compiled groups and on ops one by one, and the recording thread's wait at syncs. Ratios are
+against PyTorch CPU eager and against eager mode, measured in the same run: absolute times
+drift between runs, ratios much less.
+
+--groups (NEURON_BENCH_GROUPS=1, compile mode only): every compiled group also runs op by op on
+the same buffers; prints per group its compiled and op-by-op time and its ops, and the total.
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+CHILD = r"""
+import json, os, sys, time
+import torch
+mode = os.environ["STEADY_MODE"]
+if mode != "cpu":
+    import torch_trn
+sys.path.insert(0, os.path.join(os.environ["STEADY_REPO"], "tests", "python"))
+import models as M
+
+name = os.environ["STEADY_MODEL"]
+warmup, steps = int(os.environ["STEADY_WARMUP"]), int(os.environ["STEADY_STEPS"])
+n = warmup + steps + 2
+torch.manual_seed(0)
+g = torch.Generator().manual_seed(1)
+lr, wd = 1e-3, 0.01
+if name == "mlp":
+    model = M.MLP(d_in=256, hidden=1024, n_classes=10)
+    batches = [(torch.randn(256, 256, generator=g), torch.randint(0, 10, (256,), generator=g)) for _ in range(n)]
+elif name == "cnn":
+    model = M.SmallCNN(in_ch=3, n_classes=10)
+    batches = [(torch.randn(64, 3, 8, 8, generator=g), torch.randint(0, 10, (64,), generator=g)) for _ in range(n)]
+elif name == "gpt":
+    model = M.TinyGPT(vocab=256, block_size=64, d_model=128, n_heads=4, n_layers=2)
+    batches = []
+    for _ in range(n):
+        seq = torch.randint(0, 256, (8, 65), generator=g)
+        batches.append((seq[:, :-1].contiguous(), seq[:, 1:].contiguous()))
+else:  # the demo transformer of examples/train_demo.py
+    model = M.make_model("gpt")
+    batches = M.make_batches("gpt", n)
+    lr = 1e-2
+dev = torch.device("cpu") if mode == "cpu" else torch_trn.device()
+model = model.to(dev)
+opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=wd)
+
+def step(x, y):
+    t = time.perf_counter()
+    loss = model.loss(x.to(dev), y.to(dev))
+    loss.backward(); opt.step(); opt.zero_grad()
+    v = loss.item()
+    return time.perf_counter() - t, v
+
+it = iter(batches)
+for _ in range(warmup):
+    step(*next(it))
+if mode == "adaptive":
+    torch_trn.wait_for_compiles()
+    for _ in range(2):
+        step(*next(it))
+if mode != "cpu":
+    torch_trn.sync()
+    torch_trn.reset_stats()
+times, losses = [], []
+for _ in range(steps):
+    t, v = step(*next(it))
+    times.append(t); losses.append(v)
+out = {"steps": times, "losses": losses}
+if mode != "cpu":
+    s = torch_trn.stats()
+    out.update(host_time=s["host_time"], ops_recorded=s["ops_recorded"], ops_executed=s["ops_executed"],
+               ops_compiled=s["ops_run_compiled"], compiles=s["compiles"],
+               plan_hits=s["plan_cache_hits"], plan_misses=s["plan_cache_misses"],
+               lowerings_emitted=s["lowerings_emitted"])
+    if os.environ.get("NEURON_BENCH_GROUPS") == "1":
+        out["groups"] = torch_trn._C.group_bench()
+print("RESULT " + json.dumps(out))
+"""
+
+ROWS = {
+    "cpu": ("cpu", {}, None),
+    "eager": ("eager", {"NEURON_MODE": "eager"}, None),
+    "compile": ("compile", {"NEURON_MODE": "compile"}, "cold"),
+    "compile_warm": ("compile", {"NEURON_MODE": "compile"}, "warm"),
+    "adaptive": ("adaptive", {"NEURON_MODE": "adaptive"}, "cold"),
+    "adaptive_warm": ("adaptive", {"NEURON_MODE": "adaptive"}, "warm"),
+}
+
+
+def run(model, row, args, tmp, extra_env=None):
+    mode, mode_env, cache = ROWS[row]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("NEURON_")}
+    env.update(mode_env)
+    cache_dir = os.path.join(tmp, f"cache_{model}_{mode}")
+    if cache == "cold":
+        subprocess.run(["rm", "-rf", cache_dir], check=True)
+    env["NEURON_CACHE_DIR"] = cache_dir if cache else "off"
+    env["NEURON_HOST_TIME_CLOCK"] = args.clock
+    env.update(args.env)
+    env.update(extra_env or {})
+    env["PYTHONPATH"] = os.path.join(REPO, "python")
+    env.update(STEADY_MODEL=model, STEADY_MODE=mode, STEADY_REPO=REPO, STEADY_WARMUP=str(args.warmup),
+               STEADY_STEPS=str(args.steps))
+    proc = subprocess.run([sys.executable, "-c", CHILD], env=env, capture_output=True, text=True, timeout=3600)
+    lines = [l for l in proc.stdout.splitlines() if l.startswith("RESULT ")]
+    if proc.returncode != 0 or not lines:
+        raise SystemExit(f"{model}/{row} failed (exit {proc.returncode}):\n{proc.stderr[-3000:]}")
+    r = json.loads(lines[-1][len("RESULT "):])
+    r["median"] = statistics.median(r["steps"])
+    return r
+
+
+def breakdown(r, steps):
+    """The per-step host-time breakdown of one neuron run, as printable columns."""
+    if "host_time" not in r:
+        return ["-"] * 6
+    h = r["host_time"]
+
+    def per_op(k):
+        return f"{h[k]['ns'] / max(h[k]['ops'], 1) / 1e3:.2f}" if h[k]["ops"] else "-"
+
+    def ms(k):
+        return f"{h[k]['ns'] / steps / 1e6:.2f}"
+    misses = f"{r['plan_misses'] / steps:.1f}"
+    return [per_op("record"), per_op("flush"), ms("exec_compiled"), ms("exec_op_by_op"), ms("sync_wait"), misses]
+
+
+def print_groups(model, r):
+    rows = sorted(r.get("groups", []), key=lambda g: -g["op_by_op_ns"])
+    tc = sum(g["compiled_ns"] for g in rows)
+    to = sum(g["op_by_op_ns"] for g in rows)
+    print(f"\n{model}: {len(rows)} compiled groups; total compiled {tc / 1e6:.2f} ms, op by op {to / 1e6:.2f} ms "
+          f"(compiled / op by op = {tc / max(to, 1):.2f}) over {rows[0]['runs'] if rows else 0} runs each")
+    print(f"  {'compiled us':>11s} {'op-by-op us':>11s} {'ratio':>6s} {'ops':>4s}  ops")
+    for g in rows:
+        runs = max(g["runs"], 1)
+        print(f"  {g['compiled_ns'] / runs / 1e3:11.1f} {g['op_by_op_ns'] / runs / 1e3:11.1f} "
+              f"{g['compiled_ns'] / max(g['op_by_op_ns'], 1):6.2f} {g['num_ops']:4d}  {g['ops'][:110]}")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--models", default="mlp,cnn,gpt,demo")
+    ap.add_argument("--rows", default=",".join(ROWS), help=f"comma list of rows: {','.join(ROWS)}")
+    ap.add_argument("--steps", type=int, default=20, help="timed steps per process")
+    ap.add_argument("--warmup", type=int, default=5)
+    ap.add_argument("--repeat", type=int, default=1, help="processes per row; the median one is reported")
+    ap.add_argument("--clock", default="wall", choices=["wall", "thread_cpu"],
+                    help="clock of the breakdown (thread_cpu: CPU time of the working thread)")
+    ap.add_argument("--groups", action="store_true", help="compile mode, per group: compiled vs op by op")
+    ap.add_argument("--env", default="", help="NAME=VALUE,... set in every neuron process (e.g. NEURON_MATMUL_THREADS=1)")
+    ap.add_argument("--json", help="also write every result here")
+    args = ap.parse_args()
+    args.env = dict(kv.split("=", 1) for kv in args.env.split(",") if kv)
+    models = args.models.split(",")
+    with tempfile.TemporaryDirectory() as tmp:
+        if args.groups:
+            for model in models:
+                r = run(model, "compile", args, tmp, {"NEURON_BENCH_GROUPS": "1"})
+                print_groups(model, r)
+            return
+        rows = [r for r in args.rows.split(",") if r]
+        unknown = [r for r in rows if r not in ROWS]
+        if unknown:
+            ap.error(f"unknown rows {unknown}; known: {list(ROWS)}")
+        results = {}
+        for model in models:
+            for row in rows:
+                reps = sorted((run(model, row, args, tmp) for _ in range(args.repeat)), key=lambda r: r["median"])
+                results[(model, row)] = r = reps[len(reps) // 2]
+                print(f"  {model:5s} {row:14s} {1e3 * r['median']:8.2f} ms", flush=True)
+    hdr = (f"{'model':5s} {'row':14s} {'median ms':>9s} {'(min':>7s} {'max)':>7s} {'/cpu':>5s} {'/eager':>6s} "
+           f"{'rec us/op':>9s} {'flush us/op':>11s} {'compiled ms':>11s} {'op-by-op ms':>11s} {'sync ms':>7s} "
+           f"{'misses':>6s}")
+    print()
+    print(hdr)
+    print("-" * len(hdr))
+    for model in models:
+        cpu, eager = results.get((model, "cpu")), results.get((model, "eager"))
+        for row in rows:
+            r = results[(model, row)]
+
+            def ratio(base):
+                return f"{r['median'] / base['median']:.2f}" if base else "-"
+            print(f"{model:5s} {row:14s} {1e3 * r['median']:9.2f} {1e3 * min(r['steps']):7.2f} "
+                  f"{1e3 * max(r['steps']):7.2f} {ratio(cpu):>5s} {ratio(eager):>6s} "
+                  + " ".join(f"{c:>{w}s}" for c, w in zip(breakdown(r, args.steps), (9, 11, 11, 11, 7, 6))))
+    print(f"\nper step ({args.clock} clock): rec = recording thread per recorded op; flush = per flushed op; "
+          "compiled / op-by-op = executor busy; sync = recording thread waiting at syncs; misses = plan cache "
+          "misses (0 once warm)")
+    print("targets: compile and adaptive <= 0.7 x cpu and <= 0.7 x eager; flush <= 1.5 us/op")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({f"{m}/{ro}": r for (m, ro), r in results.items()}, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,132 @@
+#include "runtime/kernel_pool.h"
+
+#include <dlfcn.h>
+
+#include "runtime/profiler.h"
+
+namespace trn::runtime {
+namespace {
+
+thread_local KernelPool* this_thread_pool = nullptr;
+
+// The OpenMP team size of the calling thread (a per-thread setting), through libtorch's own
+// libgomp (resolved from the process, so no second OpenMP runtime is loaded).
+int OpenMpThreads() {
+  using GetFn = int (*)();
+  static const auto get = reinterpret_cast<GetFn>(dlsym(RTLD_DEFAULT, "omp_get_max_threads"));
+  return get != nullptr ? get() : 1;
+}
+void SetOpenMpThreads(int n) {
+  using SetFn = void (*)(int);
+  static const auto set = reinterpret_cast<SetFn>(dlsym(RTLD_DEFAULT, "omp_set_num_threads"));
+  if (set != nullptr && n > 0) set(n);
+}
+
+inline void CpuRelax() {
+#if defined(__x86_64__)
+  __builtin_ia32_pause();
+#endif
+}
+
+constexpr uint64_t Pack(uint64_t generation, uint64_t index) { return generation << 32 | index; }
+
+}  // namespace
+
+KernelPool* KernelPool::OfThisThread() { return this_thread_pool; }
+void KernelPool::SetForThisThread(KernelPool* pool) { this_thread_pool = pool; }
+
+KernelPool::KernelPool(int helpers) {
+  for (int i = 0; i < helpers; ++i) {
+    threads_.emplace_back([this, i] {
+      profiler::NameThisThread(i == 0 ? "kernel helper" : "kernel helper " + std::to_string(i));
+      SetOpenMpThreads(1);
+      Helper();
+    });
+  }
+}
+
+KernelPool::~KernelPool() {
+  {
+    absl::MutexLock lock(&mu_);
+    stop_ = true;
+  }
+  for (std::thread& t : threads_) t.join();
+}
+
+void KernelPool::RunChunks() {
+  const uint64_t generation = generation_.load(std::memory_order_acquire);
+  const int n = n_.load(std::memory_order_acquire);
+  while (true) {
+    uint64_t v = next_.load(std::memory_order_acquire);
+    int index = 0;
+    do {
+      if ((v >> 32) != (generation & 0xffffffffu) || static_cast<int>(v & 0xffffffffu) >= n) return;
+      index = static_cast<int>(v & 0xffffffffu);
+    } while (!next_.compare_exchange_weak(v, v + 1, std::memory_order_acq_rel, std::memory_order_acquire));
+    try {
+      (*fn_)(index);
+    } catch (...) {
+      absl::MutexLock lock(&error_mu_);
+      if (!error_) error_ = std::current_exception();
+    }
+    done_.fetch_add(1, std::memory_order_acq_rel);
+  }
+}
+
+void KernelPool::Helper() {
+  uint64_t seen = 0;
+  while (true) {
+    bool fresh = false;
+    // Kernels come back to back while a group runs: spin a little (~tens of µs) before sleeping.
+    for (int i = 0; i < 20000 && !fresh; ++i) {
+      fresh = generation_.load(std::memory_order_acquire) != seen;
+      if (!fresh) CpuRelax();
+    }
+    if (!fresh) {
+      absl::MutexLock lock(&mu_);
+      auto woken = [this, seen]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stop_ || posted_ != seen; };
+      mu_.Await(absl::Condition(&woken));
+      if (stop_) return;
+    }
+    seen = generation_.load(std::memory_order_acquire);
+    RunChunks();
+  }
+}
+
+void KernelPool::ParallelFor(int n, const std::function<void(int)>& fn) {
+  if (n <= 0) return;
+  if (threads_.empty() || n == 1) {
+    for (int i = 0; i < n; ++i) fn(i);
+    return;
+  }
+  const int team = OpenMpThreads();
+  SetOpenMpThreads(1);
+  const uint64_t generation = (generation_.load(std::memory_order_relaxed) + 1) & 0xffffffffu;
+  fn_ = &fn;
+  n_.store(n, std::memory_order_release);
+  done_.store(0, std::memory_order_release);
+  next_.store(Pack(generation, 0), std::memory_order_release);
+  generation_.store(generation, std::memory_order_release);
+  {
+    absl::MutexLock lock(&mu_);
+    posted_ = generation;
+  }
+  RunChunks();
+  // Chunks a helper claimed and still runs: wait for them (they are running, not queued).
+  for (int spins = 0; done_.load(std::memory_order_acquire) < n; ++spins) {
+    if (spins < 4000) {
+      CpuRelax();
+    } else {
+      std::this_thread::yield();
+    }
+  }
+  SetOpenMpThreads(team);
+  std::exception_ptr error;
+  {
+    absl::MutexLock lock(&error_mu_);
+    std::swap(error, error_);
+  }
+  if (error) std::rethrow_exception(error);
+}
+
+}  // namespace trn::runtime

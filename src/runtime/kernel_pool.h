@@ -1,0 +1,67 @@
+// KernelPool: helper threads that let one large library kernel of the executor (a matrix
+// product) use the cores the recording thread leaves idle.
+//
+// A kernel is split into chunks (rows of a product's result, batches of a batched one) that the
+// executor thread and the helpers claim from a shared counter. Claiming, not assigning: a helper
+// that does not get a core (the recording thread is busy) never delays the kernel, since the
+// executor runs whatever chunk nobody has claimed yet, so a split kernel is never slower than
+// the unsplit one by more than the hand-off. Helpers spin briefly for the next kernel (the
+// executor issues them back to back), then sleep on a condition variable: an idle pool costs no
+// CPU, unlike OpenMP workers that spin for milliseconds against the recording thread
+// (docs/adaptive.md, "Threads on a small machine").
+//
+// Each chunk runs its kernel single-threaded (the helpers' and, during the split, the executor's
+// OpenMP team size is 1), so there is no nested parallelism.
+//
+// Thread-safety: ParallelFor is called by one thread at a time (the executor thread); the
+// helpers are internal. The pool is destroyed with the executor.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <exception>
+#include <functional>
+#include <thread>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
+
+namespace trn::runtime {
+
+class KernelPool {
+ public:
+  explicit KernelPool(int helpers);
+  ~KernelPool();
+  KernelPool(const KernelPool&) = delete;
+  KernelPool& operator=(const KernelPool&) = delete;
+
+  int helpers() const { return static_cast<int>(threads_.size()); }
+  // Runs fn(i) for every i in [0, n), on the calling thread and the helpers; returns when all
+  // ran. The first exception a chunk threw is rethrown here (after every chunk finished).
+  void ParallelFor(int n, const std::function<void(int)>& fn);
+
+  // The pool of the executor thread (set by the executor on its own thread), or null elsewhere:
+  // host fallbacks on the Python thread never split.
+  static KernelPool* OfThisThread();
+  static void SetForThisThread(KernelPool* pool);
+
+ private:
+  void Helper();
+  void RunChunks();
+
+  std::vector<std::thread> threads_;
+  // The current kernel: chunks [0, n_), next_ the next unclaimed one, done_ the finished ones.
+  const std::function<void(int)>* fn_ = nullptr;
+  std::atomic<int> n_{0};
+  std::atomic<uint64_t> next_{0};        // (generation << 32) | next unclaimed chunk
+  std::atomic<int> done_{0};
+  std::atomic<uint64_t> generation_{0};  // bumped for each kernel (32 bits)
+  std::exception_ptr error_ ABSL_GUARDED_BY(error_mu_);
+  absl::Mutex error_mu_;
+  absl::Mutex mu_;  // sleeping helpers wait here for a new generation or stop_
+  bool stop_ ABSL_GUARDED_BY(mu_) = false;
+  uint64_t posted_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
+}  // namespace trn::runtime
