@@ -219,3 +219,30 @@ def test_module_to_device_keeps_tied_weights():
     grad = model[0].weight.grad.cpu()
     # Both uses accumulate into the one gradient: rows 1-3 get the lookup and the head's part.
     assert grad[1].abs().sum() > 0 and torch.all(grad[0] != 0)
+
+
+def test_large_matrix_products_split_over_the_kernel_pool_match_cpu():
+    # Products above the split threshold run in row (or batch) chunks on the executor and its
+    # kernel-pool helpers (NEURON_MATMUL_THREADS, default one per core): mm, addmm with a 1-D and
+    # a 2-D bias, transposed operands, bmm and baddbmm.
+    g = torch.Generator().manual_seed(0)
+    a, b = torch.randn(300, 200, generator=g), torch.randn(200, 100, generator=g)
+    bias1, bias2 = torch.randn(100, generator=g), torch.randn(300, 100, generator=g)
+    x, y = torch.randn(6, 128, 64, generator=g), torch.randn(6, 64, 96, generator=g)
+    z = torch.randn(6, 128, 96, generator=g)
+    dev = torch_trn.device()
+    cases = {
+        "mm": lambda t: t["a"] @ t["b"],
+        "mm_transposed": lambda t: t["b"].t() @ t["a"].t(),
+        "addmm_1d": lambda t: torch.addmm(t["bias1"], t["a"], t["b"], beta=0.5, alpha=2.0),
+        "addmm_2d": lambda t: torch.addmm(t["bias2"], t["a"], t["b"]),
+        "bmm": lambda t: torch.bmm(t["x"], t["y"]),
+        "baddbmm": lambda t: torch.baddbmm(t["z"], t["x"], t["y"], alpha=0.5),
+    }
+    host = {"a": a, "b": b, "bias1": bias1, "bias2": bias2, "x": x, "y": y, "z": z}
+    on_dev = {k: v.to(dev) for k, v in host.items()}
+    for name, f in cases.items():
+        got = f(on_dev).cpu()
+        want = f(host)
+        assert got.shape == want.shape, name
+        assert torch.allclose(got, want, rtol=1e-4, atol=1e-4), name
