@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <atomic>
 #include <deque>
 #include <functional>
 #include <optional>
@@ -162,6 +163,12 @@ class Executor {
   mutable absl::Mutex mu_;
   std::deque<ExecUnit> queue_ ABSL_GUARDED_BY(mu_);
   int64_t queued_ops_ ABSL_GUARDED_BY(mu_) = 0;
+  // Mirrors of queue_.size() and of "queued or running" units, written under mu_ where those
+  // change and read without it: the executor spins on the first for new work and Wait() on the
+  // second for completion, briefly, before they sleep on mu_ (a sleeping thread's wake-up costs
+  // ~100 µs on a virtual machine's idle core; see SpinBriefly).
+  std::atomic<int64_t> queued_units_{0};
+  std::atomic<int64_t> unfinished_units_{0};
   std::optional<ExecutedOp> running_ ABSL_GUARDED_BY(mu_);
   uint64_t running_batch_ ABSL_GUARDED_BY(mu_) = 0;
   std::deque<ExecUnit> retired_ ABSL_GUARDED_BY(mu_);  // finished, not yet released (track_refs)

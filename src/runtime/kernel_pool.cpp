@@ -2,6 +2,8 @@
 
 #include <dlfcn.h>
 
+#include <chrono>
+
 #include "runtime/profiler.h"
 
 namespace trn::runtime {
@@ -77,10 +79,13 @@ void KernelPool::Helper() {
   uint64_t seen = 0;
   while (true) {
     bool fresh = false;
-    // Kernels come back to back while a group runs: spin a little (~tens of µs) before sleeping.
-    for (int i = 0; i < 20000 && !fresh; ++i) {
+    // Kernels come back to back while a group runs: spin ~30 µs before sleeping (a longer spin
+    // takes the core from the recording thread).
+    const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(30);
+    for (int i = 0; !fresh; ++i) {
       fresh = generation_.load(std::memory_order_acquire) != seen;
       if (!fresh) CpuRelax();
+      if ((i & 31) == 31 && std::chrono::steady_clock::now() >= until) break;
     }
     if (!fresh) {
       absl::MutexLock lock(&mu_);
