@@ -76,7 +76,20 @@ class PyRemoteStore : public runtime::cache::RemoteStore {
 std::shared_ptr<runtime::cache::RemoteStore> ProvideStore() {
   if (!PythonUsable()) return nullptr;
   py::gil_scoped_acquire gil;
+  // Without torch.distributed loaded there is no process group: answer without importing
+  // anything. (An import here can deadlock: a flush on the autograd thread during
+  // `import torch_trn`'s warm-up backward would wait for the package the main thread is still
+  // initialising. The tier asks again at later flushes.)
+  PyObject* modules = PyImport_GetModuleDict();
+  PyObject* package = modules == nullptr ? nullptr : PyDict_GetItemString(modules, "torch_trn");
+  if (package == nullptr || PyDict_GetItemString(modules, "torch.distributed") == nullptr) {
+    return nullptr;
+  }
   try {
+    py::object spec = py::reinterpret_borrow<py::object>(package).attr("__spec__");
+    if (!spec.is_none() && py::bool_(py::getattr(spec, "_initializing", py::bool_(false)))) {
+      return nullptr;  // torch_trn is still being imported
+    }
     py::object adapter = py::module_::import("torch_trn._dist_cache").attr("store_for_cache")();
     if (adapter.is_none()) return nullptr;
     const int rank = adapter.attr("rank").cast<int>();

@@ -14,7 +14,7 @@
 // from there the groups, and their keys, are the same as before.
 //
 // Masks are powers of two minus one, so a coarser policy's anchors are a subset of a finer one's:
-// compile mode's backpressure flushes (NEURON_MAX_PENDING_OPS) end where a group may end.
+// compile mode's segment flushes (NEURON_MAX_GROUP_OPS) end where a group may end.
 //
 // Thread-safety: CutFingerprint is reentrant (it reads the record only); CutPolicy is a value.
 #pragma once

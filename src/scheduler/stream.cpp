@@ -54,9 +54,12 @@ int64_t FlushNsOnThisThread() { return flush_ns_on_thread; }
 Stream::Stream(const runtime::Knobs& knobs, runtime::Stats* stats)
     : mode_(StreamMode(knobs)),
       launch_blocking_(knobs.launch_blocking),
+      // Compile mode flushes a segment once it holds about a group's worth of ops (at a
+      // content-defined point, so segments repeat every step), not only at a sync: the executor
+      // runs the first groups of a step while the rest is still being recorded.
       flush_policy_(CutPolicy::UpTo(EagerOnTrn(knobs) ? 1
                                     : Adaptive(knobs) ? std::min(knobs.adaptive_group_ops, knobs.max_pending_ops)
-                                                      : knobs.max_pending_ops)),
+                                                      : std::min(knobs.max_group_ops, knobs.max_pending_ops))),
       max_group_ops_(EagerOnTrn(knobs) ? 1 : Adaptive(knobs) ? knobs.adaptive_group_ops : knobs.max_group_ops),
       stats_(stats),
       dump_dir_(knobs.dump_mlir_dir),
@@ -109,10 +112,7 @@ absl::Status Stream::Record(runtime::OpRecord record, double record_begin_us) {
     }
   }
   if (full) {
-    if (mode_ == runtime::Mode::kCompile && flush_policy_.max_ops > 1) {  // (eager on trn flushes every op)
-      stats_->CountSync("backpressure");
-    }
-    Flush();
+    Flush();  // (not a sync: nothing waits for the flushed ops to run)
   }
   if (launch_blocking_) {
     return Sync("launch_blocking");

@@ -1,8 +1,10 @@
 // The device's op stream: recorded ops enter in issue order and leave for the executor as
 // execution units.
 //  - eager: every op is its own unit, submitted at once.
-//  - compile: ops wait in the pending segment; at a sync point (or when the segment reaches
-//    NEURON_MAX_PENDING_OPS: backpressure) the segment is cut into groups (grouper.h), each
+//  - compile: ops wait in the pending segment; at a sync point, or once the segment holds half
+//    of NEURON_MAX_GROUP_OPS ops at a content-defined point (at the latest when it holds all of
+//    them: the executor runs a step's first groups while the rest is recorded), the segment is
+//    cut into groups (grouper.h), each
 //    group is compiled (blocking; the in-memory cache makes step 2 compile nothing) and the
 //    units are submitted in order. New groups build in parallel on NEURON_COMPILE_WORKERS
 //    threads; each unit is submitted as soon as its code is there.

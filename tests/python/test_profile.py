@@ -462,11 +462,15 @@ def test_execute_kinds_and_compiles_compile_mode(compile_run):
         compiles = [e for e in xs if e["cat"] == "compile"]
         assert compiles and all(e["args"]["tier"] == 0 and e["args"]["opt_level"] == e["args"]["codegen_level"] == 0
                                 for e in compiles), compiles[:2]   # NEURON_OPT_LEVEL=0, no tiers
-        # Compiles happen at the sync points, inside them (the syncing thread waits for them),
-        # on the segment builders.
+        # A compile starts once a flush planned its group (at a sync, or once a segment holds
+        # enough ops), on the segment builders, and ends before the next sync does (the executor
+        # waits for the code: compile mode runs nothing op by op).
         syncs = [e for e in xs if e["cat"] == "sync"]
+        flushes = [e for e in xs if e["cat"] == "record" and e["name"].startswith("flush ")]
         for c in compiles:
-            assert any(s["ts"] <= c["ts"] and end(c) <= end(s) + US for s in syncs), c
+            assert any(f["ts"] <= c["ts"] for f in flushes), c
+            next_sync = min((s for s in syncs if end(s) >= c["ts"]), key=end)
+            assert end(c) <= end(next_sync) + US, (c, next_sync)
     # The whole process is in one file: every group that ran compiled was compiled in it.
     doc = compile_run["doc"]
     built = {e["args"]["key"] for e in x_events(doc) if e["cat"] == "compile"}
