@@ -232,6 +232,21 @@ py::list KnobTable() {
   return out;
 }
 
+py::list GroupBenchTable() {
+  py::list rows;
+  for (const runtime::GroupBenchRow& r : StateOrRaise().stream.executor().GroupBenchRows()) {
+    py::dict d;
+    d["key"] = r.key;
+    d["ops"] = r.ops;
+    d["num_ops"] = r.num_ops;
+    d["runs"] = r.runs;
+    d["compiled_ns"] = r.compiled_ns;
+    d["op_by_op_ns"] = r.op_by_op_ns;
+    rows.append(d);
+  }
+  return rows;
+}
+
 py::dict MemoryStats() {
   StateOrRaise();
   const runtime::BlockCache::Stats s = trace::DeviceMemory().stats();
@@ -278,20 +293,8 @@ PYBIND11_MODULE(_C, m) {
   m.def("mode", [] { return std::string(trn::runtime::ModeName(StateOrRaise().knobs.mode)); });
   m.def("launch_blocking", [] { return StateOrRaise().knobs.launch_blocking; });
   m.def("stats", &Stats);
-  m.def("group_bench", [] {
-    py::list rows;
-    for (const trn::runtime::GroupBenchRow& r : StateOrRaise().stream.executor().GroupBenchRows()) {
-      py::dict d;
-      d["key"] = r.key;
-      d["ops"] = r.ops;
-      d["num_ops"] = r.num_ops;
-      d["runs"] = r.runs;
-      d["compiled_ns"] = r.compiled_ns;
-      d["op_by_op_ns"] = r.op_by_op_ns;
-      rows.append(d);
-    }
-    return rows;
-  }, "NEURON_BENCH_GROUPS=1: per compiled group, its time compiled and op by op (no sync).");
+  m.def("group_bench", &GroupBenchTable,
+        "NEURON_BENCH_GROUPS=1: per compiled group, its time compiled and op by op (no sync).");
   m.def("reset_stats", [] {
     StateOrRaise().stats.Reset();
     if (trn::runtime::DeviceModel* device = trn::runtime::DeviceModel::Get(); device != nullptr) device->Reset();

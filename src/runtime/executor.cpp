@@ -9,8 +9,7 @@
 #include "runtime/op_error.h"
 #include "runtime/op_runner.h"
 #include "runtime/profiler.h"
-
-#include <dlfcn.h>
+#include "runtime/threads.h"
 
 #include <algorithm>
 #include <chrono>
@@ -61,22 +60,9 @@ void Executor::ReraiseWarnings() {
 
 namespace {
 
-// Spins (pausing) until `ready()` or ~50 µs passed. Used before a thread sleeps on a condition
-// it expects to turn true soon: the executor between units, a sync waiting for the last ops.
-// Waking a sleeping thread on an idle core costs ~100 µs on this machine's virtual CPUs (the
-// core halts); 50 µs of spinning costs less than that and ends most hand-offs of small work.
-template <typename Pred>
-void SpinBriefly(Pred ready) {
-  constexpr int64_t kSpinNs = 50'000;
-  const auto until = std::chrono::steady_clock::now() + std::chrono::nanoseconds(kSpinNs);
-  for (int i = 0;; ++i) {
-    if (ready()) return;
-#if defined(__x86_64__)
-    __builtin_ia32_pause();
-#endif
-    if ((i & 31) == 31 && std::chrono::steady_clock::now() >= until) return;
-  }
-}
+// The executor's and a sync's spin before sleeping (threads.h): a hand-off of small work usually
+// ends within it.
+constexpr std::chrono::microseconds kSpinBeforeSleep{50};
 
 }  // namespace
 
@@ -92,17 +78,22 @@ Executor::Executor(ExecutorOptions options, Stats* stats)
   };
 }
 
-void Executor::ForEachDeviceTensor(const ExecUnit& unit, const std::function<void(const at::Tensor&)>& fn) {
+void Executor::ForEachDeviceTensor(const OpRecord& record, const std::function<void(const at::Tensor&)>& fn) {
   auto note = [&](const at::Tensor& t) {
     if (t.defined() && t.has_storage() && IsDeviceTensor(t)) {
       fn(t);
     }
   };
-  for (const OpRecord& r : unit.ops) {
-    for (const c10::IValue& v : r.args) ForEachTensor(v, note);
-    for (const c10::IValue& v : r.outputs) ForEachTensor(v, note);
-  }
+  for (const c10::IValue& v : record.args) ForEachTensor(v, note);
+  for (const c10::IValue& v : record.outputs) ForEachTensor(v, note);
+}
+
+void Executor::ForEachDeviceTensor(const ExecUnit& unit, const std::function<void(const at::Tensor&)>& fn) {
+  for (const OpRecord& r : unit.ops) ForEachDeviceTensor(r, fn);
   if (unit.compiled.has_value()) {
+    auto note = [&](const at::Tensor& t) {
+      if (t.defined() && t.has_storage() && IsDeviceTensor(t)) fn(t);
+    };
     for (const at::Tensor& t : unit.compiled->inputs) note(t);
     for (const OutputBuffer& o : unit.compiled->outputs) note(o.tensor);
   }
@@ -137,14 +128,11 @@ std::vector<std::pair<size_t, c10::StorageImpl*>> Executor::PlanEarlyRelease(con
   absl::flat_hash_map<c10::StorageImpl*, Use> uses;
   absl::flat_hash_set<const c10::TensorImpl*> seen;
   for (size_t i = 0; i < records.size(); ++i) {
-    auto note = [&](const at::Tensor& t) {
-      if (!t.defined() || !t.has_storage() || !IsDeviceTensor(t)) return;
+    ForEachDeviceTensor(records[i], [&](const at::Tensor& t) {
       Use& u = uses[t.storage().unsafeGetStorageImpl()];
       u.impls += seen.insert(t.unsafeGetTensorImpl()).second ? 1 : 0;
       u.last = i;
-    };
-    for (const c10::IValue& v : records[i].args) ForEachTensor(v, note);
-    for (const c10::IValue& v : records[i].outputs) ForEachTensor(v, note);
+    });
   }
   // As in GroupLowering::Finish: every reference besides these records' tensors and earlier
   // unreleased units' is a possible later reader. Read under refs_mu_, where earlier units drop
@@ -203,16 +191,20 @@ void Executor::Submit(OpRecord record) {
   Submit(std::move(unit));
 }
 
+void Executor::Enqueue(ExecUnit unit, int64_t n) {
+  queued_ops_ += n;
+  queue_.push_back(std::move(unit));
+  queued_units_.fetch_add(1, std::memory_order_release);
+  unfinished_units_.fetch_add(1, std::memory_order_release);
+}
+
 void Executor::Submit(ExecUnit unit) {
   const int64_t n = static_cast<int64_t>(unit.ops.size());
   HoldRefs(unit);
   {
     absl::MutexLock lock(&mu_);
     if (HasRoom()) {
-      queued_ops_ += n;
-      queue_.push_back(std::move(unit));
-      queued_units_.fetch_add(1, std::memory_order_release);
-      unfinished_units_.fetch_add(1, std::memory_order_release);
+      Enqueue(std::move(unit), n);
       return;
     }
   }
@@ -222,17 +214,14 @@ void Executor::Submit(ExecUnit unit) {
   ScopedBlockingWait wait;
   absl::MutexLock lock(&mu_);
   mu_.Await(absl::Condition(this, &Executor::HasRoom));
-  queued_ops_ += n;
-  queue_.push_back(std::move(unit));
-  queued_units_.fetch_add(1, std::memory_order_release);
-  unfinished_units_.fetch_add(1, std::memory_order_release);
+  Enqueue(std::move(unit), n);
 }
 
 absl::Status Executor::Wait() {
   absl::Status status;
   bool idle = false;
   // A short wait (a sync right after a few small ops) ends here, without the sleep and wake-up.
-  SpinBriefly([this] { return unfinished_units_.load(std::memory_order_acquire) == 0; });
+  SpinUntil(kSpinBeforeSleep, [this] { return unfinished_units_.load(std::memory_order_acquire) == 0; });
   {
     absl::MutexLock lock(&mu_);
     idle = Idle();
@@ -267,23 +256,9 @@ std::optional<ExecutedOp> Executor::CurrentOp() const {
   return running_;
 }
 
-namespace {
-
-// The executor thread's OpenMP team size (the OpenMP "nthreads" setting is per thread). Resolved
-// from the process (libtorch's own libgomp) rather than linked, so no second OpenMP runtime gets
-// loaded. MKL with the GNU threading layer follows the calling thread's setting.
-void SetThreadTeamSize(int threads) {
-  using SetFn = void (*)(int);
-  auto set = reinterpret_cast<SetFn>(dlsym(RTLD_DEFAULT, "omp_set_num_threads"));
-  if (set != nullptr && threads > 0) {
-    set(threads);
-  }
-}
-
-}  // namespace
 
 void Executor::Loop() {
-  SetThreadTeamSize(static_cast<int>(options_.kernel_threads));
+  SetOpenMpThreads(static_cast<int>(options_.kernel_threads));  // (the setting is per thread: threads.h)
   KernelPool::SetForThisThread(kernel_pool_.get());
   ExecutorWarningHandler handler(this);
   c10::WarningUtils::WarningHandlerGuard guard(&handler);
@@ -291,7 +266,7 @@ void Executor::Loop() {
   while (true) {
     std::optional<ExecUnit> unit;
     bool poisoned = false;
-    SpinBriefly([this] { return queued_units_.load(std::memory_order_acquire) > 0; });
+    SpinUntil(kSpinBeforeSleep, [this] { return queued_units_.load(std::memory_order_acquire) > 0; });
     {
       absl::MutexLock lock(&mu_);
       mu_.Await(absl::Condition(this, &Executor::HasWork));
@@ -390,14 +365,13 @@ void Executor::RunUnit(ExecUnit& unit, bool poisoned) {
   }
   if (options_.track_refs) {
     ReleaseEarly(unit);
-    absl::MutexLock lock(&mu_);
-    retired_.push_back(std::move(unit));  // released by ReleaseRetired, at a point of the stream
-    running_.reset();
-    unfinished_units_.fetch_sub(1, std::memory_order_release);
-    return;
+  } else {
+    ReleaseUnit(unit);
   }
-  ReleaseUnit(unit);
   absl::MutexLock lock(&mu_);
+  if (options_.track_refs) {
+    retired_.push_back(std::move(unit));  // released by ReleaseRetired, at a point of the stream
+  }
   running_.reset();
   unfinished_units_.fetch_sub(1, std::memory_order_release);
 }

@@ -138,6 +138,8 @@ class Executor {
   friend class ExecutorWarningHandler;
   bool HasWork() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stop_ || !queue_.empty(); }
   bool HasRoom() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Appends `unit` (of `n` ops) to the queue, with its counts.
+  void Enqueue(ExecUnit unit, int64_t n) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool Idle() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return queue_.empty() && !running_.has_value(); }
   // Every unit of batch <= b has finished (units run in submission order).
   bool FinishedThrough(uint64_t b) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
@@ -149,6 +151,7 @@ class Executor {
   void HoldRefs(ExecUnit& unit);
   // The device tensors a unit references (records' arguments and outputs, compiled buffers).
   static void ForEachDeviceTensor(const ExecUnit& unit, const std::function<void(const at::Tensor&)>& fn);
+  static void ForEachDeviceTensor(const OpRecord& record, const std::function<void(const at::Tensor&)>& fn);
   // Frees the memory of `unit.release_after` (the executor thread, after the unit ran).
   void ReleaseEarly(ExecUnit& unit);
   void ReleaseUnit(ExecUnit& unit);
@@ -166,7 +169,7 @@ class Executor {
   // Mirrors of queue_.size() and of "queued or running" units, written under mu_ where those
   // change and read without it: the executor spins on the first for new work and Wait() on the
   // second for completion, briefly, before they sleep on mu_ (a sleeping thread's wake-up costs
-  // ~100 µs on a virtual machine's idle core; see SpinBriefly).
+  // ~100 µs on a virtual machine's idle core; threads.h).
   std::atomic<int64_t> queued_units_{0};
   std::atomic<int64_t> unfinished_units_{0};
   std::optional<ExecutedOp> running_ ABSL_GUARDED_BY(mu_);

@@ -1,34 +1,14 @@
 #include "runtime/kernel_pool.h"
 
-#include <dlfcn.h>
-
 #include <chrono>
 
 #include "runtime/profiler.h"
+#include "runtime/threads.h"
 
 namespace trn::runtime {
 namespace {
 
 thread_local KernelPool* this_thread_pool = nullptr;
-
-// The OpenMP team size of the calling thread (a per-thread setting), through libtorch's own
-// libgomp (resolved from the process, so no second OpenMP runtime is loaded).
-int OpenMpThreads() {
-  using GetFn = int (*)();
-  static const auto get = reinterpret_cast<GetFn>(dlsym(RTLD_DEFAULT, "omp_get_max_threads"));
-  return get != nullptr ? get() : 1;
-}
-void SetOpenMpThreads(int n) {
-  using SetFn = void (*)(int);
-  static const auto set = reinterpret_cast<SetFn>(dlsym(RTLD_DEFAULT, "omp_set_num_threads"));
-  if (set != nullptr && n > 0) set(n);
-}
-
-inline void CpuRelax() {
-#if defined(__x86_64__)
-  __builtin_ia32_pause();
-#endif
-}
 
 constexpr uint64_t Pack(uint64_t generation, uint64_t index) { return generation << 32 | index; }
 
@@ -78,15 +58,10 @@ void KernelPool::RunChunks() {
 void KernelPool::Helper() {
   uint64_t seen = 0;
   while (true) {
-    bool fresh = false;
     // Kernels come back to back while a group runs: spin ~30 µs before sleeping (a longer spin
     // takes the core from the recording thread).
-    const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(30);
-    for (int i = 0; !fresh; ++i) {
-      fresh = generation_.load(std::memory_order_acquire) != seen;
-      if (!fresh) CpuRelax();
-      if ((i & 31) == 31 && std::chrono::steady_clock::now() >= until) break;
-    }
+    const bool fresh = SpinUntil(std::chrono::microseconds(30),
+                                 [&] { return generation_.load(std::memory_order_acquire) != seen; });
     if (!fresh) {
       absl::MutexLock lock(&mu_);
       auto woken = [this, seen]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stop_ || posted_ != seen; };

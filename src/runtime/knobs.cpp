@@ -168,6 +168,15 @@ const std::vector<KnobSpec>& KnobSpecs() {
 
 absl::StatusOr<Knobs> ParseKnobs(const EnvLookup& lookup) {
   Knobs knobs;
+  // A boolean knob into `*out` when it is set.
+  auto parse_bool = [&lookup](const char* name, bool* out) -> absl::Status {
+    if (auto v = lookup(name)) {
+      absl::StatusOr<bool> b = ParseBool(Spec(name), *v);
+      if (!b.ok()) return b.status();
+      *out = *b;
+    }
+    return absl::OkStatus();
+  };
   if (auto v = lookup("NEURON_MODE")) {
     std::string mode = absl::AsciiStrToLower(*v);
     if (mode == "eager" || mode.empty()) {
@@ -188,12 +197,8 @@ absl::StatusOr<Knobs> ParseKnobs(const EnvLookup& lookup) {
     }
     knobs.target = target;
   }
-  if (auto v = lookup("NEURON_LAUNCH_BLOCKING")) {
-    auto b = ParseBool(Spec("NEURON_LAUNCH_BLOCKING"), *v);
-    if (!b.ok()) {
-      return b.status();
-    }
-    knobs.launch_blocking = *b;
+  if (absl::Status st = parse_bool("NEURON_LAUNCH_BLOCKING", &knobs.launch_blocking); !st.ok()) {
+    return st;
   }
   struct IntKnob {
     const char* name;
@@ -249,12 +254,8 @@ absl::StatusOr<Knobs> ParseKnobs(const EnvLookup& lookup) {
   if (knobs.matmul_threads == 0) {
     knobs.matmul_threads = std::clamp<int64_t>(static_cast<int64_t>(std::thread::hardware_concurrency()), 1, 64);
   }
-  if (auto v = lookup("NEURON_BENCH_GROUPS")) {
-    auto b = ParseBool(Spec("NEURON_BENCH_GROUPS"), *v);
-    if (!b.ok()) {
-      return b.status();
-    }
-    knobs.bench_groups = *b;
+  if (absl::Status st = parse_bool("NEURON_BENCH_GROUPS", &knobs.bench_groups); !st.ok()) {
+    return st;
   }
   if (auto v = lookup("NEURON_HOST_TIME_CLOCK")) {
     const std::string clock = absl::AsciiStrToLower(*v);
@@ -282,12 +283,8 @@ absl::StatusOr<Knobs> ParseKnobs(const EnvLookup& lookup) {
   } else if (auto home = lookup("HOME"); home && !home->empty()) {
     knobs.cache_dir = absl::StrCat(*home, "/.cache/torch_trn");
   }
-  if (auto v = lookup("NEURON_CACHE_READONLY")) {
-    auto b = ParseBool(Spec("NEURON_CACHE_READONLY"), *v);
-    if (!b.ok()) {
-      return b.status();
-    }
-    knobs.cache_readonly = *b;
+  if (absl::Status st = parse_bool("NEURON_CACHE_READONLY", &knobs.cache_readonly); !st.ok()) {
+    return st;
   }
   const IntKnob cache_knobs[] = {
       {"NEURON_CACHE_DISK_BYTES", 0, INT64_MAX, &knobs.cache_disk_bytes},

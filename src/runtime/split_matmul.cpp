@@ -68,17 +68,17 @@ bool RunSplitMatmul(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   const int64_t chunks = std::min<int64_t>(pool->helpers() + 1, max_chunks);
   if (chunks < 2) return false;
   const at::Tensor self = add ? s[0].toTensor() : at::Tensor();
-  const int dim = batched ? 0 : 0;
   const bool self_split = add && self.dim() == rank && self.size(0) == extent;
   const c10::Scalar beta = add ? s[3].toScalar() : c10::Scalar(1);
   const c10::Scalar alpha = add ? s[4].toScalar() : c10::Scalar(1);
   pool->ParallelFor(static_cast<int>(chunks), [&](int c) {
     c10::impl::ExcludeDispatchKeyGuard no_autograd(c10::autograd_dispatch_keyset_with_ADInplaceOrView);
     const int64_t begin = extent * c / chunks, end = extent * (c + 1) / chunks;
-    at::Tensor o = out.narrow(dim, begin, end - begin);
-    at::Tensor ac = a.narrow(dim, begin, end - begin);
+    // Both split along dim 0: the batch of a batched product, the rows of a matrix one.
+    at::Tensor o = out.narrow(0, begin, end - begin);
+    at::Tensor ac = a.narrow(0, begin, end - begin);
     at::Tensor bc = batched ? b.narrow(0, begin, end - begin) : b;
-    at::Tensor sc = !add ? at::Tensor() : self_split ? self.narrow(dim, begin, end - begin) : self;
+    at::Tensor sc = !add ? at::Tensor() : self_split ? self.narrow(0, begin, end - begin) : self;
     switch (kind) {
       case Kind::kMm: at::mm_out(o, ac, bc); break;
       case Kind::kBmm: at::bmm_out(o, ac, bc); break;

@@ -1,0 +1,40 @@
+// Small thread utilities: brief spinning before a thread sleeps, and the calling thread's
+// OpenMP team size.
+//
+// SpinUntil is for waits expected to end within microseconds (the executor between units, a sync
+// waiting for the last small ops, kernel-pool helpers between products): waking a sleeping
+// thread on an idle core costs ~100 µs on this machine's virtual CPUs (the core halts), more
+// than the spin. It reads the clock every 32 pauses only.
+//
+// OpenMpThreads / SetOpenMpThreads act on the calling thread (OpenMP's "nthreads" setting is per
+// thread), through libtorch's own libgomp resolved from the process rather than linked, so no
+// second OpenMP runtime gets loaded. MKL with the GNU threading layer follows the setting.
+//
+// Thread-safety: every function may be called from any thread.
+#pragma once
+
+#include <chrono>
+
+namespace trn::runtime {
+
+inline void CpuRelax() {
+#if defined(__x86_64__)
+  __builtin_ia32_pause();
+#endif
+}
+
+// Spins until `ready()` or `budget` passed; returns whether `ready()` turned true.
+template <typename Pred>
+bool SpinUntil(std::chrono::nanoseconds budget, Pred ready) {
+  const auto until = std::chrono::steady_clock::now() + budget;
+  for (int i = 0;; ++i) {
+    if (ready()) return true;
+    CpuRelax();
+    if ((i & 31) == 31 && std::chrono::steady_clock::now() >= until) return false;
+  }
+}
+
+int OpenMpThreads();             // 1 when no OpenMP runtime is loaded
+void SetOpenMpThreads(int n);    // no-op for n <= 0 or without an OpenMP runtime
+
+}  // namespace trn::runtime
