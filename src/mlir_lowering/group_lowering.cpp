@@ -332,6 +332,18 @@ bool GroupLowering::NeedsStaging(const Buffer& b, const Write_& w) const {
   return !w.tensor.is_non_overlapping_and_dense();
 }
 
+int64_t GroupLowering::TiedArgument(const Buffer& b, const Write_& w) const {
+  if (b.inputs.size() != 1 || !(b.inputs.front().geo == w.geo)) {
+    return -1;
+  }
+  auto it = std::find(input_ssa_.begin(), input_ssa_.end(), b.inputs.front().ssa);
+  if (it == input_ssa_.end()) {
+    return -1;
+  }
+  // After %ctx and, when the group has runtime scalars, %params.
+  return 1 + (params_.empty() ? 0 : 1) + (it - input_ssa_.begin());
+}
+
 std::string GroupLowering::Constant(const c10::Scalar& value, c10::ScalarType dtype) {
   std::string ssa = names_.Next("c");
   if (!emit_) {
@@ -659,7 +671,8 @@ absl::StatusOr<LoweredGroup> GroupLowering::Finish(const EarlierRefs* earlier, c
       }
       results.push_back(ssa);
       result_types.push_back(absl::StrCat(TensorType(w.geo.sizes, w.geo.dtype), " ",
-                                          StridesAttr(staged ? ContiguousStrides(w.geo.sizes) : w.geo.strides)));
+                                          StridesAttr(staged ? ContiguousStrides(w.geo.sizes) : w.geo.strides,
+                                                      staged ? -1 : TiedArgument(b, w))));
     }
   }
   for (const auto& [ssa, check] : checks_) {

@@ -285,6 +285,10 @@ class GroupLowering {
   // Whether write `w` of `b`, which overlaps an input of the group, must go through a scratch
   // buffer (see Finish).
   bool NeedsStaging(const Buffer& b, const Write_& w) const;
+  // For an unstaged write of `b` over its input's very view (an in-place chain, NeedsStaging):
+  // the function argument index of that input, which the runtime binds to the same memory;
+  // else -1. Emitted as `trn.tied_input` so the compiled loops know the two are one buffer.
+  int64_t TiedArgument(const Buffer& b, const Write_& w) const;
   void NoteTensors(const runtime::OpRecord& record);
   std::string Constant(const c10::Scalar& value, c10::ScalarType dtype);
   // (op, argument) read through Arg and not runtime scalars, of op `only_op` (-1: every op).

@@ -22,11 +22,12 @@ int64_t Numel(const std::vector<int64_t>& sizes) {
   return std::accumulate(sizes.begin(), sizes.end(), int64_t{1}, std::multiplies<>());
 }
 
-std::string StridesAttr(const std::vector<int64_t>& strides) {
+std::string StridesAttr(const std::vector<int64_t>& strides, int64_t tied_argument) {
+  std::string tied = tied_argument < 0 ? "" : absl::StrCat(", trn.tied_input = ", tied_argument, " : i64");
   if (strides.empty()) {
-    return "{trn.strides = array<i64>}";
+    return absl::StrCat("{trn.strides = array<i64>", tied, "}");
   }
-  return absl::StrCat("{trn.strides = array<i64: ", absl::StrJoin(strides, ", "), ">}");
+  return absl::StrCat("{trn.strides = array<i64: ", absl::StrJoin(strides, ", "), ">", tied, "}");
 }
 
 std::string LoopDims(int64_t rank) {

@@ -21,8 +21,10 @@ namespace trn::mlir_lowering {
 std::vector<int64_t> ContiguousStrides(const std::vector<int64_t>& sizes);
 // Number of elements of a tensor of `sizes`.
 int64_t Numel(const std::vector<int64_t>& sizes);
-// The `{trn.strides = array<i64: ...>}` attribute of a function argument or result.
-std::string StridesAttr(const std::vector<int64_t>& strides);
+// The `{trn.strides = array<i64: ...>}` attribute of a function argument or result; with
+// `tied_argument` >= 0 also `trn.tied_input` (host_passes.h: the result is written in place over
+// that argument's view).
+std::string StridesAttr(const std::vector<int64_t>& strides, int64_t tied_argument = -1);
 // "(d0, d1, ...)": the dims of a loop nest of `rank`.
 std::string LoopDims(int64_t rank);
 // The indexing map of `v` as an operand of a linalg.generic over the loop nest `loops`.

@@ -331,6 +331,52 @@ struct StaticStridesPass
   }
 };
 
+struct TieInPlacePass : public mlir::PassWrapper<TieInPlacePass, mlir::OperationPass<mlir::ModuleOp>> {
+  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(TieInPlacePass)
+
+  llvm::StringRef getArgument() const final { return "trn-tie-in-place"; }
+  llvm::StringRef getDescription() const final {
+    return "Read an in-place input through the out argument the caller binds to the same memory";
+  }
+  void getDependentDialects(mlir::DialectRegistry& registry) const override {
+    registry.insert<mlir::memref::MemRefDialect>();
+  }
+
+  void runOnOperation() override {
+    if (mlir::failed(ForEachPublicFunc(getOperation(), [](mlir::func::FuncOp f) { return rewrite(f); }))) {
+      signalPassFailure();
+    }
+  }
+
+  static mlir::LogicalResult rewrite(mlir::func::FuncOp func) {
+    mlir::OpBuilder b(func.getBody());
+    for (unsigned i = 0; i < func.getNumArguments(); ++i) {
+      auto tied = func.getArgAttrOfType<mlir::IntegerAttr>(i, kTiedInputAttr);
+      if (!tied) {
+        continue;
+      }
+      func.removeArgAttr(i, kTiedInputAttr);
+      const int64_t k = tied.getInt();
+      if (k < 0 || k >= static_cast<int64_t>(i)) {
+        return func.emitError() << "argument #" << i << " is tied to argument #" << k << ", not an earlier one";
+      }
+      mlir::BlockArgument out = func.getArgument(i);
+      mlir::BlockArgument in = func.getArgument(static_cast<unsigned>(k));
+      if (!out.getType().isa<mlir::MemRefType>() || !in.getType().isa<mlir::MemRefType>() ||
+          !mlir::memref::CastOp::areCastCompatible(out.getType(), in.getType())) {
+        return func.emitError() << "argument #" << i << " of type " << out.getType()
+                                << " cannot stand for the argument #" << k << " of type " << in.getType();
+      }
+      mlir::Value replacement = out;
+      if (out.getType() != in.getType()) {
+        replacement = b.create<mlir::memref::CastOp>(func.getLoc(), in.getType(), out).getResult();
+      }
+      in.replaceAllUsesWith(replacement);
+    }
+    return mlir::success();
+  }
+};
+
 struct MathApproximationPass
     : public mlir::PassWrapper<MathApproximationPass, mlir::OperationPass<mlir::func::FuncOp>> {
   MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(MathApproximationPass)
@@ -370,6 +416,7 @@ std::unique_ptr<mlir::Pass> createResultsToOutArgsPass() { return std::make_uniq
 std::unique_ptr<mlir::Pass> createCheckNoResultsPass() { return std::make_unique<CheckNoResultsPass>(); }
 std::unique_ptr<mlir::Pass> createExternCallsPass() { return std::make_unique<ExternCallsPass>(); }
 std::unique_ptr<mlir::Pass> createStaticStridesPass() { return std::make_unique<StaticStridesPass>(); }
+std::unique_ptr<mlir::Pass> createTieInPlacePass() { return std::make_unique<TieInPlacePass>(); }
 std::unique_ptr<mlir::Pass> createMathApproximationPass() { return std::make_unique<MathApproximationPass>(); }
 
 void registerHostPasses() {
@@ -380,6 +427,7 @@ void registerHostPasses() {
     mlir::PassRegistration<CheckNoResultsPass>();
     mlir::PassRegistration<ExternCallsPass>();
     mlir::PassRegistration<StaticStridesPass>();
+    mlir::PassRegistration<TieInPlacePass>();
     mlir::PassRegistration<MathApproximationPass>();
   });
 }

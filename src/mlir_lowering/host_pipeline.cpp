@@ -85,6 +85,7 @@ void buildHostPipeline(mlir::OpPassManager& pm) {
   namespace bufferization = mlir::bufferization;
 
   buildGroupFront(pm, /*extern_calls=*/true);
+  pm.addPass(createTieInPlacePass());
   pm.addNestedPass<FuncOp>(bufferization::createBufferDeallocationPass());
 
   // 4. Loops. expand-strided-metadata emits affine.apply, so lower-affine comes after it.

@@ -96,3 +96,35 @@ TEST_CASE("a view read through other strides keeps the output staged", "[staging
   records.push_back(Record("aten::mul", "out", {x.t(), Num(2.0), x}));
   CHECK(StagedOutput(Lower(records), x));
 }
+
+TEST_CASE("an unstaged in-place output is tied to its input's argument in the emitted module", "[staging]") {
+  trn::trace::State();
+  at::Tensor v = Dev({4, 8}), g = Dev({4, 8});
+  std::vector<OpRecord> records;
+  records.push_back(Record("aten::mul", "out", {v, Num(0.9), v}));
+  records.push_back(Record("aten::addcmul", "out", {v, g, g, c10::Scalar(0.1), v}));
+  GroupLowering lowering(/*emit=*/true);
+  for (const OpRecord& r : records) REQUIRE(lowering.Add(r).ok());
+  auto lowered = lowering.Finish();
+  REQUIRE(lowered.ok());
+  REQUIRE(lowered->outputs.size() == 1);
+  CHECK_FALSE(lowered->outputs[0].staged);
+  // %ctx, %params (0.9 and 0.1 are runtime scalars), then v's input: argument #2.
+  REQUIRE(lowered->inputs.size() == 2);
+  CHECK(lowered->inputs[0].data_ptr() == v.data_ptr());
+  CHECK(lowered->mlir.find("trn.tied_input = 2 : i64") != std::string::npos);
+}
+
+TEST_CASE("a staged output is not tied", "[staging]") {
+  trn::trace::State();
+  at::Tensor x = Dev({16}), a = Dev({16}), b = Dev({16});
+  std::vector<OpRecord> records;
+  records.push_back(Record("aten::mul", "out", {x, Num(3.0), a}));
+  records.push_back(Record("aten::mul", "out", {x, Num(2.0), x}));
+  records.push_back(Record("aten::add", "out", {a, Num(1.0), c10::Scalar(1), b}));
+  GroupLowering lowering(/*emit=*/true);
+  for (const OpRecord& r : records) REQUIRE(lowering.Add(r).ok());
+  auto lowered = lowering.Finish();
+  REQUIRE(lowered.ok());
+  CHECK(lowered->mlir.find("trn.tied_input") == std::string::npos);
+}
