@@ -166,6 +166,18 @@ Scalar ScalarBuilder::Add(const Scalar& a, const Scalar& b) {
   }
   return Arith("arith.addf", "arith.addi", "arith.addi", a, b);
 }
+Scalar ScalarBuilder::AccumulateAdd(const Scalar& acc, const Scalar& x) {
+  if (KindOf(acc.dtype) != Kind::kFloat) {
+    return Add(acc, x);
+  }
+  return Raw(absl::StrCat("arith.addf ", acc.ssa, ", ", x.ssa, " fastmath<reassoc> : ", Ty(acc.dtype)), acc.dtype);
+}
+Scalar ScalarBuilder::MaxOfNumbers(const Scalar& a, const Scalar& b) {
+  if (KindOf(a.dtype) != Kind::kFloat) {
+    return Max(a, b);
+  }
+  return Raw(absl::StrCat("arith.maxf ", a.ssa, ", ", b.ssa, " fastmath<nnan,nsz> : ", Ty(a.dtype)), a.dtype);
+}
 Scalar ScalarBuilder::Sub(const Scalar& a, const Scalar& b) { return Arith("arith.subf", "arith.subi", "arith.subi", a, b); }
 Scalar ScalarBuilder::Mul(const Scalar& a, const Scalar& b) {
   if (a.dtype == c10::kBool) {

@@ -69,6 +69,12 @@ class ScalarBuilder {
   Scalar Rem(const Scalar& a, const Scalar& b);  // floats: C fmod semantics
   Scalar Max(const Scalar& a, const Scalar& b);  // NaN-propagating for floats, as torch
   Scalar Min(const Scalar& a, const Scalar& b);
+  // Accumulation of a reduction: Add, but floats may be reassociated (`fastmath<reassoc>`), so
+  // LLVM vectorises the loop with partial sums; strictly in order it runs one add per latency.
+  Scalar AccumulateAdd(const Scalar& acc, const Scalar& x);
+  // Float max of operands that are never NaN (`fastmath<nnan,nsz>`, which lets LLVM vectorise a
+  // max reduction; a NaN operand would make the result poison). Other dtypes: Max.
+  Scalar MaxOfNumbers(const Scalar& a, const Scalar& b);
   Scalar Neg(const Scalar& a);
   Scalar Abs(const Scalar& a);
   Scalar Cmp(trn::mlir_lowering::Cmp pred, const Scalar& a, const Scalar& b);  // -> bool

@@ -98,6 +98,19 @@ check("max_ties_nan", lambda a: a.max(1), ties)
 check("min_ties_nan", lambda a: a.min(1), ties)
 check("argmax_ties_nan", lambda a: a.argmax(1), ties)
 check("amax_nan", lambda a: a.amax(1), ties)
+# softmax, log_softmax and logsumexp take their max with NaNs read as -inf (vectorisable): a
+# NaN must still make its whole slice NaN, and all--inf / +inf slices stay as on CPU.
+odd = torch.tensor([[float("nan"), 1.0, 2.0, 3.0], [-float("inf")] * 4, [0.0, float("inf"), 1.0, -2.0],
+                    [1.0, float("nan"), -float("inf"), 4.0], [0.5, -0.0, 0.0, 2.0]])
+for name, fn in [("softmax_nan", lambda a: torch.softmax(a, 1)), ("log_softmax_nan", lambda a: torch.log_softmax(a, 1)),
+                 ("logsumexp_nan", lambda a: torch.logsumexp(a, 1)), ("softmax_nan0", lambda a: torch.softmax(a, 0)),
+                 ("log_softmax_nan_t", lambda a: torch.log_softmax(a.t(), 1))]:
+    check(name, fn, odd)
+# Long rows: the vectorised max and the reassociated f64 sums against ATen.
+wide = torch.randn(64, 1000) * 30
+check("log_softmax_wide", lambda a: torch.log_softmax(a, 1), wide, atol=1e-4)
+check("sum_wide", lambda a: a.sum(1), wide, atol=1e-3)
+check("mean_wide", lambda a: a.mean(0), wide, atol=1e-4)
 # Reductions over views of values computed in the same group (combined / stride-0 index maps).
 check("sum_reshaped", lambda a: (a * 2).view(4, 16, 8).sum((0, 1)), torch.randn(64, 8))
 check("sum_expanded", lambda a: (a * 2).expand(5, 6, 10).sum(0), x)

@@ -169,7 +169,7 @@ inline View PlaceDims(const View& v, int64_t rank, const std::vector<int64_t>& w
 inline View SumOf(GroupLowering& g, const View& in, const std::vector<int64_t>& dims, bool keepdim,
                   c10::ScalarType acc) {
   return g.Reduce(in, dims, keepdim, acc, 0,
-                  [](ScalarBuilder& b, const Scalar& a, const Scalar& x) { return b.Add(a, b.Cast(x, a.dtype)); });
+                  [](ScalarBuilder& b, const Scalar& a, const Scalar& x) { return b.AccumulateAdd(a, b.Cast(x, a.dtype)); });
 }
 
 // Elementwise map of views (broadcast to `shape`).
