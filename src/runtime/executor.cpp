@@ -200,6 +200,7 @@ void Executor::Enqueue(ExecUnit unit, int64_t n) {
 
 void Executor::Submit(ExecUnit unit) {
   const int64_t n = static_cast<int64_t>(unit.ops.size());
+  ReleaseFinished(kReleaseBatch);
   HoldRefs(unit);
   {
     absl::MutexLock lock(&mu_);
@@ -236,6 +237,7 @@ absl::Status Executor::Wait() {
     status = std::move(first_error_);
     first_error_ = absl::OkStatus();
   }
+  ReleaseFinished(0);  // everything ran: its tensors go before the sync returns
   ReraiseWarnings();
   return status;
 }
@@ -266,7 +268,9 @@ void Executor::Loop() {
   while (true) {
     std::optional<ExecUnit> unit;
     bool poisoned = false;
-    SpinUntil(kSpinBeforeSleep, [this] { return queued_units_.load(std::memory_order_acquire) > 0; });
+    if (!SpinUntil(kSpinBeforeSleep, [this] { return queued_units_.load(std::memory_order_acquire) > 0; })) {
+      ReleaseFinished(0);  // the recording thread is elsewhere: no allocator contention now
+    }
     {
       absl::MutexLock lock(&mu_);
       mu_.Await(absl::Condition(this, &Executor::HasWork));
@@ -365,15 +369,32 @@ void Executor::RunUnit(ExecUnit& unit, bool poisoned) {
   }
   if (options_.track_refs) {
     ReleaseEarly(unit);
-  } else {
-    ReleaseUnit(unit);
   }
   absl::MutexLock lock(&mu_);
-  if (options_.track_refs) {
-    retired_.push_back(std::move(unit));  // released by ReleaseRetired, at a point of the stream
-  }
+  // track_refs: released by ReleaseRetired, at a point of the stream. Otherwise by the recording
+  // thread (Submit, Wait), or by this thread once it runs out of work: see ReleaseFinished.
+  retired_.push_back(std::move(unit));
+  if (!options_.track_refs) finished_units_.fetch_add(1, std::memory_order_release);
   running_.reset();
   unfinished_units_.fetch_sub(1, std::memory_order_release);
+}
+
+void Executor::ReleaseFinished(size_t at_least) {
+  if (options_.track_refs) {
+    return;
+  }
+  if (finished_units_.load(std::memory_order_acquire) < static_cast<int64_t>(std::max<size_t>(at_least, 1))) {
+    return;  // (read without mu_: Submit calls this for every unit)
+  }
+  std::deque<ExecUnit> released;
+  {
+    absl::MutexLock lock(&mu_);
+    released.swap(retired_);
+    finished_units_.store(0, std::memory_order_release);
+  }
+  for (ExecUnit& unit : released) {
+    ReleaseUnit(unit);
+  }
 }
 
 void Executor::ReleaseRetired(uint64_t batch) {

@@ -8,6 +8,9 @@
 
 #include <catch2/catch.hpp>
 
+#include <chrono>
+#include <thread>
+
 using trn::runtime::Executor;
 using trn::runtime::ExecutorOptions;
 using trn::runtime::OpRecord;
@@ -133,4 +136,34 @@ TEST_CASE("a multi-op unit runs its ops in order, counted per op", "[executor]")
   CHECK(acc[1].item<double>() == 10.0);
   CHECK(stats.Snapshot().ops_executed == 5);
   CHECK(ex.LastOps(10).size() == 5);
+}
+
+TEST_CASE("a finished op's tensors are released by Wait, or by the executor once it is idle", "[executor]") {
+  Stats stats;
+  Executor ex(ExecutorOptions{}, &stats);
+  at::Tensor dst = at::zeros({3});
+  auto submit_one = [&] {
+    at::Tensor src = at::ones({3});
+    c10::weak_intrusive_ptr<c10::StorageImpl> weak(src.storage().getWeakStorageImpl());
+    ex.Submit(AddInPlace(dst, src));
+    return weak;  // src's only strong reference left is the record's
+  };
+  // Fewer than the recording thread's release batch: only Wait (or an idle executor) frees them.
+  auto first = submit_one();
+  REQUIRE(ex.Wait().ok());
+  CHECK(first.expired());
+  auto second = submit_one();
+  // No Wait: the executor finds no more work after its spin and releases what it ran.
+  bool released = false;
+  for (int i = 0; i < 2000 && !released; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    released = second.expired();
+  }
+  CHECK(released);
+  // Many submits (the recording thread releases finished units in batches), then a sync.
+  std::vector<c10::weak_intrusive_ptr<c10::StorageImpl>> many;
+  for (size_t i = 0; i < 4 * Executor::kReleaseBatch; ++i) many.push_back(submit_one());
+  REQUIRE(ex.Wait().ok());
+  for (auto& w : many) CHECK(w.expired());
+  CHECK(dst[0].item<double>() == 2.0 + 4 * Executor::kReleaseBatch);
 }
