@@ -33,8 +33,8 @@ OpRecord Record(const char* name, const char* overload, std::vector<c10::IValue>
   return OpRecord(op, std::move(args));
 }
 
-LoweredGroup Lower(const std::vector<OpRecord>& records) {
-  GroupLowering lowering(/*emit=*/false);
+LoweredGroup Lower(const std::vector<OpRecord>& records, bool emit = false) {
+  GroupLowering lowering(emit);
   for (const OpRecord& r : records) {
     REQUIRE(lowering.Add(r).ok());
   }
@@ -52,27 +52,35 @@ bool StagedOutput(const LoweredGroup& g, const at::Tensor& t) {
   return false;
 }
 
+// v.mul_(0.9); v.addcmul_(g, g, value=0.1)  (AdamW's second moment): an in-place chain.
+std::vector<OpRecord> SecondMoment(const at::Tensor& v, const at::Tensor& g) {
+  std::vector<OpRecord> records;
+  records.push_back(Record("aten::mul", "out", {v, Num(0.9), v}));
+  records.push_back(Record("aten::addcmul", "out", {v, g, g, c10::Scalar(0.1), v}));
+  return records;
+}
+
+// a = x * 3; x.mul_(2); b = a + 1: fusing a into b would read the old x after x's write.
+std::vector<OpRecord> OldValueReadOutsideChain(const at::Tensor& x, const at::Tensor& a, const at::Tensor& b) {
+  std::vector<OpRecord> records;
+  records.push_back(Record("aten::mul", "out", {x, Num(3.0), a}));
+  records.push_back(Record("aten::mul", "out", {x, Num(2.0), x}));
+  records.push_back(Record("aten::add", "out", {a, Num(1.0), c10::Scalar(1), b}));
+  return records;
+}
+
 }  // namespace
 
 TEST_CASE("an in-place pointwise chain writes straight into its input", "[staging]") {
   trn::trace::State();
   at::Tensor v = Dev({4, 8}), g = Dev({4, 8});
-  // v.mul_(0.9); v.addcmul_(g, g, value=0.1)  (AdamW's second moment)
-  std::vector<OpRecord> records;
-  records.push_back(Record("aten::mul", "out", {v, Num(0.9), v}));
-  records.push_back(Record("aten::addcmul", "out", {v, g, g, c10::Scalar(0.1), v}));
-  CHECK_FALSE(StagedOutput(Lower(records), v));
+  CHECK_FALSE(StagedOutput(Lower(SecondMoment(v, g)), v));
 }
 
 TEST_CASE("an old value read by an op outside the chain keeps the output staged", "[staging]") {
   trn::trace::State();
   at::Tensor x = Dev({16}), a = Dev({16}), b = Dev({16});
-  // a = x * 3; x.mul_(2); b = a + 1: fusing a into b would read the old x after x's write.
-  std::vector<OpRecord> records;
-  records.push_back(Record("aten::mul", "out", {x, Num(3.0), a}));
-  records.push_back(Record("aten::mul", "out", {x, Num(2.0), x}));
-  records.push_back(Record("aten::add", "out", {a, Num(1.0), c10::Scalar(1), b}));
-  CHECK(StagedOutput(Lower(records), x));
+  CHECK(StagedOutput(Lower(OldValueReadOutsideChain(x, a, b)), x));
 }
 
 TEST_CASE("a write that does not read the previous value breaks the chain", "[staging]") {
@@ -100,31 +108,19 @@ TEST_CASE("a view read through other strides keeps the output staged", "[staging
 TEST_CASE("an unstaged in-place output is tied to its input's argument in the emitted module", "[staging]") {
   trn::trace::State();
   at::Tensor v = Dev({4, 8}), g = Dev({4, 8});
-  std::vector<OpRecord> records;
-  records.push_back(Record("aten::mul", "out", {v, Num(0.9), v}));
-  records.push_back(Record("aten::addcmul", "out", {v, g, g, c10::Scalar(0.1), v}));
-  GroupLowering lowering(/*emit=*/true);
-  for (const OpRecord& r : records) REQUIRE(lowering.Add(r).ok());
-  auto lowered = lowering.Finish();
-  REQUIRE(lowered.ok());
-  REQUIRE(lowered->outputs.size() == 1);
-  CHECK_FALSE(lowered->outputs[0].staged);
+  LoweredGroup lowered = Lower(SecondMoment(v, g), /*emit=*/true);
+  REQUIRE(lowered.outputs.size() == 1);
+  CHECK_FALSE(lowered.outputs[0].staged);
   // %ctx, %params (0.9 and 0.1 are runtime scalars), then v's input: argument #2.
-  REQUIRE(lowered->inputs.size() == 2);
-  CHECK(lowered->inputs[0].data_ptr() == v.data_ptr());
-  CHECK(lowered->mlir.find("trn.tied_input = 2 : i64") != std::string::npos);
+  REQUIRE(lowered.inputs.size() == 2);
+  CHECK(lowered.inputs[0].data_ptr() == v.data_ptr());
+  CHECK(lowered.mlir.find("trn.tied_input = 2 : i64") != std::string::npos);
 }
 
 TEST_CASE("a staged output is not tied", "[staging]") {
   trn::trace::State();
   at::Tensor x = Dev({16}), a = Dev({16}), b = Dev({16});
-  std::vector<OpRecord> records;
-  records.push_back(Record("aten::mul", "out", {x, Num(3.0), a}));
-  records.push_back(Record("aten::mul", "out", {x, Num(2.0), x}));
-  records.push_back(Record("aten::add", "out", {a, Num(1.0), c10::Scalar(1), b}));
-  GroupLowering lowering(/*emit=*/true);
-  for (const OpRecord& r : records) REQUIRE(lowering.Add(r).ok());
-  auto lowered = lowering.Finish();
-  REQUIRE(lowered.ok());
-  CHECK(lowered->mlir.find("trn.tied_input") == std::string::npos);
+  LoweredGroup lowered = Lower(OldValueReadOutsideChain(x, a, b), /*emit=*/true);
+  CHECK(StagedOutput(lowered, x));
+  CHECK(lowered.mlir.find("trn.tied_input") == std::string::npos);
 }
