@@ -98,12 +98,25 @@ absl::Status Stream::Record(runtime::OpRecord record, double record_begin_us) {
   if (Groups() && (flush_policy_.max_ops > 1 || max_group_ops_ > 1)) {
     record.cut_fp = CutFingerprint(record);
   }
+  record.thread = std::hash<std::thread::id>{}(std::this_thread::get_id());
+  if (Groups()) {
+    // The recording thread changed (forward -> backward on the autograd thread -> optimizer):
+    // the grouper cuts there anyway, so the pending ops go to the executor now and run while
+    // the next phase is recorded, instead of waiting for the next sync or full segment.
+    bool thread_changed = false;
+    {
+      absl::MutexLock lock(&mu_);
+      thread_changed = !pending_.empty() && pending_.back().thread != record.thread;
+    }
+    if (thread_changed) {
+      Flush();
+    }
+  }
   {
     // Numbering and submission happen under one lock so the executor sees stream order even
     // when the Python thread and the autograd thread record at once.
     absl::MutexLock lock(&mu_);
     record.seq = next_seq_++;
-    record.thread = std::hash<std::thread::id>{}(std::this_thread::get_id());
     if (Groups()) {
       pending_.push_back(std::move(record));
       full = flush_policy_.Ends(static_cast<int64_t>(pending_.size()), pending_.back().cut_fp);

@@ -14,6 +14,10 @@
 //    CompilePool and submitted anyway: the executor runs it compiled if its code is ready when
 //    its turn comes, else op by op. Cuts depend only on the recorded ops, never on timing, so
 //    every training step yields the same keys.
+//  - compile and adaptive: the pending ops are also flushed when the recording thread changes
+//    (forward on the Python thread, backward on the autograd thread, the optimizer back on the
+//    Python thread): the grouper cuts there anyway, and the executor runs the forward while the
+//    backward is recorded, the backward while the optimizer is.
 // Results equal eager's in every mode: same ops, same order.
 //
 // Thread-safety: Record and Sync may be called from any thread (the Python thread records forward

@@ -453,6 +453,37 @@ def test_execute_kinds_eager(eager_run):
         assert not [e for e in xs if e["cat"] == "compile"]
 
 
+@pytest.mark.parametrize("run", ["compile_run", "adaptive_run"])
+def test_forward_is_flushed_when_the_backward_starts(run, request):
+    # The forward's pending ops go to the executor as soon as the autograd thread records the
+    # first backward op (so they run while the backward is recorded): every step has a flush on
+    # the autograd lane, holding exactly the forward ops recorded since the flush before it
+    # (not the backward op that triggered it: the grouper cuts there anyway).
+    for name in ("mlp", "gpt"):
+        r = request.getfixturevalue(run)
+        doc = r[name]["doc"]   # (compile_run: the process's events inside the model's region)
+        names, xs = lanes(r.get("doc", doc)), sorted(x_events(doc), key=lambda e: e["ts"])
+        flushes = [e for e in xs if e["cat"] == "record" and e["name"].startswith("flush ")]
+        records = [e for e in xs if e["cat"] == "record" and not e["name"].startswith("flush ")]
+        def lane(e):
+            return names[e["tid"]]
+
+        # The flushes the thread change made: on the autograd lane, right after that lane's
+        # first record (profiled before the flush it triggers), which follows a Python record.
+        at_change = []
+        for f in flushes:
+            before = [r for r in records if r["ts"] < f["ts"]]
+            if (lane(f) == "autograd (backward ops)" and len(before) >= 2 and lane(before[-1]) == lane(f)
+                    and lane(before[-2]) == "python"):
+                at_change.append(f)
+        steps = [e for e in xs if e["cat"] == "sync" and e["args"]["reason"] == "host_read"]
+        assert len(at_change) >= len(steps) > 0, (name, len(at_change), len(steps))
+        for f in at_change:
+            before = max((p for p in flushes if p["ts"] < f["ts"]), key=lambda p: p["ts"], default=None)
+            start = before["ts"] if before else float("-inf")
+            forward = [r for r in records if start < r["ts"] < f["ts"] and lane(r) == "python"]
+            assert forward and int(f["args"]["ops"]) == len(forward), (name, f, len(forward))
+
 def test_execute_kinds_and_compiles_compile_mode(compile_run):
     for name in ("mlp", "gpt"):
         xs = x_events(compile_run[name]["doc"])
