@@ -574,9 +574,23 @@ absl::Status GroupLowering::Extern() {
 void GroupLowering::EmitExtern(const std::vector<View>& reads, const std::vector<at::Tensor>& dests, int64_t k,
                                const std::string& result) {
   std::vector<std::string> ssa, types, elem_types, maps;
+  // A transposed read (a linear layer's weight gradient, grad_out^T @ x) is passed as its base
+  // with the order of its dimensions: the call sees a strided view (trn-extern-calls), and the
+  // kernel (MKL) reads it transposed for free, where a copy would cost a strided loop.
+  std::vector<std::string> perms;
+  bool permuted = false;
   for (const View& v : reads) {
-    ssa.push_back(Materialize(v));
-    types.push_back(TensorType(v.sizes, v.dtype));
+    std::vector<int64_t> perm;
+    if (!v.IsWhole() && v.IsPermutation(&perm)) {
+      ssa.push_back(v.base);
+      types.push_back(TensorType(v.base_shape, v.dtype));
+      perms.push_back(absl::StrCat("array<i64: ", absl::StrJoin(perm, ", "), ">"));
+      permuted = true;
+    } else {
+      ssa.push_back(Materialize(v));
+      types.push_back(TensorType(v.sizes, v.dtype));
+      perms.push_back("array<i64>");
+    }
     elem_types.emplace_back(*ElementType(v.dtype));
     std::vector<std::string> zeros(v.sizes.size(), "0");
     maps.push_back(absl::StrCat("affine_map<() -> (", absl::StrJoin(zeros, ", "), ")>"));
@@ -612,8 +626,12 @@ void GroupLowering::EmitExtern(const std::vector<View>& reads, const std::vector
     yields.push_back(o);
     yield_types.push_back(et);
   }
+  for (size_t i = 0; i < dests.size(); ++i) perms.push_back("array<i64>");
+  const std::string perm_attr =
+      permuted ? absl::StrCat(", ", kExternPermsAttr, " = [", absl::StrJoin(perms, ", "), "]") : "";
   Emit(absl::StrCat("    ", result, ":", dests.size(), " = linalg.generic {indexing_maps = [",
-                    absl::StrJoin(all_maps, ", "), "], iterator_types = [], library_call = \"", call, "\"} ins(",
+                    absl::StrJoin(all_maps, ", "), "], iterator_types = [], library_call = \"", call, "\"", perm_attr,
+                    "} ins(",
                     absl::StrJoin(args, ", "), " : ", absl::StrJoin(arg_types, ", "), ") outs(",
                     absl::StrJoin(out_empty, ", "), " : ", absl::StrJoin(out_types, ", "), ") {\n    ^bb0(",
                     absl::StrJoin(block_args, ", "), "):\n    linalg.yield ", absl::StrJoin(yields, ", "), " : ",

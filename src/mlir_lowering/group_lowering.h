@@ -85,6 +85,9 @@ struct View {
 
   static View Whole(std::string ssa, std::vector<int64_t> shape, c10::ScalarType dtype);
   bool IsWhole() const;  // map is the identity and sizes == base_shape
+  // Whether the view is its whole base with the dimensions reordered (a transpose, permute):
+  // then `perm[d]` is the base dimension that view dimension d walks, as in Tensor::permute.
+  bool IsPermutation(std::vector<int64_t>* perm) const;
   int64_t rank() const { return static_cast<int64_t>(sizes.size()); }
 };
 

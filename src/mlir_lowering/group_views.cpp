@@ -257,6 +257,26 @@ View View::Whole(std::string ssa, std::vector<int64_t> shape, c10::ScalarType dt
   return v;
 }
 
+bool View::IsPermutation(std::vector<int64_t>* perm) const {
+  if (map.size() != sizes.size()) {
+    return false;
+  }
+  std::vector<int64_t> p(sizes.size(), -1);
+  for (size_t j = 0; j < map.size(); ++j) {
+    const AffineTerm& t = map[j];
+    if (t.constant != 0 || t.coeffs.size() != 1 || t.coeffs[0].second != 1) {
+      return false;
+    }
+    const int d = t.coeffs[0].first;
+    if (d < 0 || d >= rank() || p[d] != -1 || sizes[d] != base_shape[j]) {
+      return false;
+    }
+    p[d] = static_cast<int64_t>(j);
+  }
+  *perm = std::move(p);
+  return true;
+}
+
 bool View::IsWhole() const {
   if (sizes != base_shape) {
     return false;

@@ -10,6 +10,7 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Dialect/Utils/IndexingUtils.h"
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -253,8 +254,30 @@ struct ExternCallsPass
       mlir::OpBuilder b(op);
       llvm::SmallVector<mlir::Value> operands;
       llvm::SmallVector<mlir::Type> types;
+      auto perms = op->getAttrOfType<mlir::ArrayAttr>(kExternPermsAttr);
+      size_t tensor_operand = 0;
       for (mlir::Value v : op->getOperands()) {
         if (auto memref = v.getType().dyn_cast<mlir::MemRefType>()) {
+          const size_t i = tensor_operand++;
+          if (perms != nullptr) {
+            auto perm = i < perms.size() ? perms[i].dyn_cast<mlir::DenseI64ArrayAttr>() : nullptr;
+            if (perm == nullptr || (!perm.empty() && perm.size() != memref.getRank())) {
+              op.emitError() << "extern call " << op.getLibraryCallAttr() << ": " << kExternPermsAttr
+                             << " has no permutation of rank " << memref.getRank() << " for operand " << i;
+              return signalPassFailure();
+            }
+            if (!perm.empty()) {
+              if (!mlir::isPermutationVector(perm.asArrayRef())) {
+                op.emitError() << "extern call " << op.getLibraryCallAttr() << ": operand " << i
+                               << "'s order is not a permutation";
+                return signalPassFailure();
+              }
+              llvm::SmallVector<unsigned> order(perm.asArrayRef().begin(), perm.asArrayRef().end());
+              auto map = mlir::AffineMap::getPermutationMap(order, op.getContext());
+              v = b.create<mlir::memref::TransposeOp>(op.getLoc(), v, mlir::AffineMapAttr::get(map));
+              memref = v.getType().cast<mlir::MemRefType>();
+            }
+          }
           mlir::MemRefType dynamic = FullyDynamic(memref);
           if (dynamic != memref) {
             v = b.create<mlir::memref::CastOp>(op.getLoc(), dynamic, v);

@@ -20,6 +20,11 @@ namespace trn::mlir_lowering {
 //    two leading i64 scalars, ctx and op index, are not counted), k numbers call sites.
 inline constexpr const char kStridesAttr[] = "trn.strides";
 inline constexpr const char kExternPrefix[] = "trn_ext";
+//  - `trn.extern_perms` (array of array<i64>, one per tensor operand) on such a generic: operand
+//    i is passed to the call as its buffer with dimensions reordered (memref.transpose; result
+//    dimension d is operand dimension perm[d]), so the callee sees a strided view; an empty
+//    array passes the operand as it is.
+inline constexpr const char kExternPermsAttr[] = "trn.extern_perms";
 //  - `trn.tied_input` (i64) on a public function's result: the caller binds this result's buffer
 //    to the very view it passes as that argument (an in-place update the group lowering did not
 //    stage); see createTieInPlacePass.
@@ -52,7 +57,7 @@ std::unique_ptr<mlir::Pass> createCheckNoResultsPass();
 // `trn-extern-calls` (module pass). Run after bufferization. Rewrites each linalg.generic whose
 // `library_call` starts with "trn_ext" into a func.call of that name (declared private with
 // llvm.emit_c_interface), passing its operands in order: scalars as they are, memrefs cast to
-// fully dynamic strided layouts. The C side is `void _mlir_ciface_<name>(scalars...,
+// fully dynamic strided layouts (transposed first where `trn.extern_perms` says so). The C side is `void _mlir_ciface_<name>(scalars...,
 // StridedMemRefType<T, rank>*...)`, resolved by the runtime's symbol table (host_jit.h).
 std::unique_ptr<mlir::Pass> createExternCallsPass();
 

@@ -101,6 +101,34 @@ def test_internal_temporaries_are_not_written():
     assert out["elided"] == 8
 
 
+def test_transposed_values_reach_runtime_calls_without_a_copy(tmp_path):
+    # A value computed in the group and read transposed by a product (a linear layer's weight
+    # gradient, grad_out^T @ x; attention's k^T) is passed to the runtime call as a strided view
+    # of its buffer (trn.extern_perms), not copied into transposed order by a loop first.
+    out = run_json(f"""
+        import json, torch, torch_trn
+        g = torch.Generator().manual_seed(0)
+        a, b = torch.randn(6, 5, generator=g), torch.randn(6, 3, generator=g)
+        q, k = torch.randn(2, 4, 3, generator=g), torch.randn(2, 4, 3, generator=g)
+        na, nb, nq, nk = (t.to("neuron") for t in (a, b, q, k))
+        w = ((na * 2).t() @ nb).cpu()                          # 5x6 view of a 6x5 value
+        s = (nq @ (nk + 1).permute(0, 2, 1)).cpu()             # bmm with k^T
+        print(json.dumps({{"w": w.tolist(), "s": s.tolist()}}))
+    """, env={**COMPILE, "NEURON_DUMP_MLIR": str(tmp_path), "NEURON_CACHE_DIR": "off"})
+    g = torch.Generator().manual_seed(0)
+    a, b = torch.randn(6, 5, generator=g), torch.randn(6, 3, generator=g)
+    q, k = torch.randn(2, 4, 3, generator=g), torch.randn(2, 4, 3, generator=g)
+    torch.testing.assert_close(torch.tensor(out["w"]), (a * 2).t() @ b)
+    torch.testing.assert_close(torch.tensor(out["s"]), q @ (k + 1).permute(0, 2, 1))
+    modules = [p.read_text() for p in tmp_path.glob("*.mlir")]
+    products = [m for m in modules if 'library_call = "trn_ext' in m]
+    assert len(products) == 2, [m[:200] for m in modules]
+    for m in products:
+        assert "trn.extern_perms = [array<i64: 1, 0>, array<i64>" in m or \
+            "trn.extern_perms = [array<i64>, array<i64: 0, 2, 1>" in m, m
+        assert "-> (d1, d0)>" not in m and "-> (d0, d2, d1)>" not in m, f"a transposing copy:\n{m}"
+
+
 def test_ops_without_lowering_run_op_by_op_and_are_named():
     out = run_json("""
         import json, torch, torch_trn

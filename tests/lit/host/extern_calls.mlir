@@ -105,3 +105,57 @@ func.func @on_tensors(%ctx: i64, %a: tensor<4xf32>) -> tensor<4xf32> {
   } -> tensor<4xf32>
   return %r : tensor<4xf32>
 }
+
+// -----
+
+// trn.extern_perms: operand i is passed with its dimensions reordered (result dimension d is
+// operand dimension perm[d]), as a strided view of the same buffer; an empty entry passes the
+// operand as it is. The 3-d order checks the direction: 2x3x4 read as [2, 0, 1] is 4x2x3.
+// CHECK-LABEL: func.func private @trn_ext3_0(
+// CHECK-SAME: i64, i64, memref<8x4xf32, strided<[?, ?], offset: ?>>, memref<4x2x3xf32, strided<[?, ?, ?], offset: ?>>, memref<8x4xf32, strided<[?, ?], offset: ?>>)
+// CHECK-LABEL: func.func @transposed(
+// CHECK-SAME: %[[A:[a-z0-9]+]]: memref<4x8xf32>, %[[B:[a-z0-9]+]]: memref<2x3x4xf32>, %[[OUT:[a-z0-9]+]]: memref<8x4xf32>)
+// CHECK-DAG: %[[TA:.*]] = memref.transpose %[[A]] (d0, d1) -> (d1, d0) : memref<4x8xf32> to memref<8x4xf32, strided<[1, 8]>>
+// CHECK-DAG: %[[TB:.*]] = memref.transpose %[[B]] (d0, d1, d2) -> (d2, d0, d1) : memref<2x3x4xf32> to memref<4x2x3xf32, strided<[1, 12, 4]>>
+// CHECK-DAG: %[[CA:.*]] = memref.cast %[[TA]]
+// CHECK-DAG: %[[CB:.*]] = memref.cast %[[TB]]
+// CHECK-DAG: %[[CO:.*]] = memref.cast %[[OUT]]
+// CHECK: call @trn_ext3_0(%{{.*}}, %{{.*}}, %[[CA]], %[[CB]], %[[CO]])
+func.func @transposed(%ctx: i64, %a: memref<4x8xf32>, %b: memref<2x3x4xf32>, %out: memref<8x4xf32>) {
+  %c0 = arith.constant 0 : i64
+  linalg.generic {indexing_maps = [affine_map<() -> ()>, affine_map<() -> ()>, affine_map<() -> (0, 0)>,
+                                   affine_map<() -> (0, 0, 0)>, affine_map<() -> (0, 0)>],
+                  iterator_types = [], library_call = "trn_ext3_0",
+                  trn.extern_perms = [array<i64: 1, 0>, array<i64: 2, 0, 1>, array<i64>]}
+      ins(%ctx, %c0, %a, %b : i64, i64, memref<4x8xf32>, memref<2x3x4xf32>) outs(%out : memref<8x4xf32>) {
+  ^bb0(%x0: i64, %x1: i64, %x2: f32, %x3: f32, %o: f32):
+    linalg.yield %o : f32
+  }
+  return
+}
+
+// -----
+
+func.func @bad_perm(%ctx: i64, %a: memref<4x8xf32>, %out: memref<8x4xf32>) {
+  // expected-error @+1 {{operand 0's order is not a permutation}}
+  linalg.generic {indexing_maps = [affine_map<() -> ()>, affine_map<() -> (0, 0)>, affine_map<() -> (0, 0)>],
+                  iterator_types = [], library_call = "trn_ext2_0", trn.extern_perms = [array<i64: 1, 1>, array<i64>]}
+      ins(%ctx, %a : i64, memref<4x8xf32>) outs(%out : memref<8x4xf32>) {
+  ^bb0(%x0: i64, %x2: f32, %o: f32):
+    linalg.yield %o : f32
+  }
+  return
+}
+
+// -----
+
+func.func @short_perms(%ctx: i64, %a: memref<4x8xf32>, %out: memref<8x4xf32>) {
+  // expected-error @+1 {{trn.extern_perms has no permutation of rank 2 for operand 1}}
+  linalg.generic {indexing_maps = [affine_map<() -> ()>, affine_map<() -> (0, 0)>, affine_map<() -> (0, 0)>],
+                  iterator_types = [], library_call = "trn_ext2_0", trn.extern_perms = [array<i64: 1, 0>]}
+      ins(%ctx, %a : i64, memref<4x8xf32>) outs(%out : memref<8x4xf32>) {
+  ^bb0(%x0: i64, %x2: f32, %o: f32):
+    linalg.yield %o : f32
+  }
+  return
+}
