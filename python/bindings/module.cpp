@@ -146,6 +146,7 @@ py::dict Stats() {
   out["ops_run_compiled"] = s.ops_run_compiled;
   out["compiled_bytes_written"] = s.compiled_bytes_written;
   out["temporaries_elided"] = s.temporaries_elided;
+  out["loops_split"] = s.loops_split;
   out["storages_released_early"] = s.storages_released_early;
   out["bytes_released_early"] = s.bytes_released_early;
   out["compiles"] = s.compiles;

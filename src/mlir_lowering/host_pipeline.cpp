@@ -35,6 +35,7 @@
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Transforms/Passes.h"
+#include "mlir_lowering/parallel_passes.h"
 
 #include <mutex>
 
@@ -89,8 +90,12 @@ void buildHostPipeline(mlir::OpPassManager& pm) {
   pm.addNestedPass<FuncOp>(bufferization::createBufferDeallocationPass());
 
   // 4. Loops. expand-strided-metadata emits affine.apply, so lower-affine comes after it.
-  pm.addNestedPass<FuncOp>(mlir::createConvertLinalgToLoopsPass());
+  // Parallel loops where linalg has parallel iterators: the large nests are moved into functions
+  // the runtime splits over the kernel pool (parallel_passes.h); scf-to-cf makes the rest (and
+  // the moved nests' bodies) ordinary loops.
+  pm.addNestedPass<FuncOp>(mlir::createConvertLinalgToParallelLoopsPass());
   pm.addPass(mlir::createCanonicalizerPass());
+  pm.addPass(createOutlineParallelPass());
   pm.addPass(mlir::createConvertSCFToCFPass());
   pm.addPass(mlir::memref::createExpandStridedMetadataPass());
   pm.addPass(mlir::createLowerAffinePass());
@@ -106,6 +111,7 @@ void buildHostPipeline(mlir::OpPassManager& pm) {
   pm.addPass(mlir::createConvertFuncToLLVMPass());
   pm.addPass(mlir::cf::createConvertControlFlowToLLVMPass());
   pm.addPass(mlir::createReconcileUnrealizedCastsPass());
+  pm.addPass(createParallelCallsPass());
   // 6. Fold the memref descriptors' insertvalue/extractvalue chains and dead address math:
   // ~5 ms here saves ~15 ms of instruction selection and a fifth of the object's size.
   pm.addPass(mlir::createCanonicalizerPass());
@@ -115,6 +121,7 @@ void registerHostPipeline() {
   static std::once_flag once;
   std::call_once(once, [] {
     registerHostPasses();
+    registerParallelPasses();
     mlir::PassPipelineRegistration<>("trn-host-pipeline",
                                      "torch-trn host pipeline: linalg on tensors -> LLVM dialect",
                                      buildHostPipeline);

@@ -69,7 +69,7 @@ constexpr std::chrono::microseconds kSpinBeforeSleep{50};
 Executor::Executor(ExecutorOptions options, Stats* stats)
     : options_(options),
       stats_(stats),
-      kernel_pool_(std::make_unique<KernelPool>(static_cast<int>(options.kernel_helpers))),
+      kernel_pool_(std::make_unique<KernelPool>(static_cast<int>(options.kernel_helpers), stats)),
       thread_([this] { Loop(); }) {
   earlier_refs_.mu = &refs_mu_;
   earlier_refs_.count = [this](const c10::StorageImpl* s) ABSL_NO_THREAD_SAFETY_ANALYSIS {

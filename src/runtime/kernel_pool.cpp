@@ -1,5 +1,6 @@
 #include "runtime/kernel_pool.h"
 
+#include <algorithm>
 #include <chrono>
 
 #include "runtime/profiler.h"
@@ -17,7 +18,7 @@ constexpr uint64_t Pack(uint64_t generation, uint64_t index) { return generation
 KernelPool* KernelPool::OfThisThread() { return this_thread_pool; }
 void KernelPool::SetForThisThread(KernelPool* pool) { this_thread_pool = pool; }
 
-KernelPool::KernelPool(int helpers) {
+KernelPool::KernelPool(int helpers, Stats* stats) : stats_(stats) {
   for (int i = 0; i < helpers; ++i) {
     threads_.emplace_back([this, i] {
       profiler::NameThisThread(i == 0 ? "kernel helper" : "kernel helper " + std::to_string(i));
@@ -107,6 +108,23 @@ void KernelPool::ParallelFor(int n, const std::function<void(int)>& fn) {
     std::swap(error, error_);
   }
   if (error) std::rethrow_exception(error);
+}
+
+void RunSplitLoop(void* fn, int64_t* slots, int64_t lo, int64_t hi) {
+  auto* body = reinterpret_cast<void (*)(int64_t, int64_t, int64_t*)>(fn);
+  KernelPool* pool = KernelPool::OfThisThread();
+  const int64_t n = hi - lo;
+  if (pool == nullptr || pool->helpers() == 0 || n < 2) {
+    body(lo, hi, slots);
+    return;
+  }
+  // A few chunks per thread: a helper that gets its core late still finds work, and the
+  // executor is never left waiting on one big chunk a late helper took.
+  const int64_t chunks = std::min<int64_t>(n, 4 * (pool->helpers() + 1));
+  if (pool->stats() != nullptr) pool->stats()->CountLoopSplit();
+  pool->ParallelFor(static_cast<int>(chunks), [&](int c) {
+    body(lo + n * c / chunks, lo + n * (c + 1) / chunks, slots);
+  });
 }
 
 }  // namespace trn::runtime

@@ -26,17 +26,20 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
+#include "runtime/stats.h"
 
 namespace trn::runtime {
 
 class KernelPool {
  public:
-  explicit KernelPool(int helpers);
+  // `stats` (may be null) counts the loop nests RunSplitLoop splits.
+  explicit KernelPool(int helpers, Stats* stats = nullptr);
   ~KernelPool();
   KernelPool(const KernelPool&) = delete;
   KernelPool& operator=(const KernelPool&) = delete;
 
   int helpers() const { return static_cast<int>(threads_.size()); }
+  Stats* stats() const { return stats_; }
   // Runs fn(i) for every i in [0, n), on the calling thread and the helpers; returns when all
   // ran. The first exception a chunk threw is rethrown here (after every chunk finished).
   void ParallelFor(int n, const std::function<void(int)>& fn);
@@ -50,6 +53,7 @@ class KernelPool {
   void Helper();
   void RunChunks();
 
+  Stats* const stats_;
   std::vector<std::thread> threads_;
   // The current kernel: chunks [0, n_), next_ the next unclaimed one, done_ the finished ones.
   const std::function<void(int)>* fn_ = nullptr;
@@ -63,5 +67,11 @@ class KernelPool {
   bool stop_ ABSL_GUARDED_BY(mu_) = false;
   uint64_t posted_ ABSL_GUARDED_BY(mu_) = 0;
 };
+
+// What compiled code calls for a loop nest split over the pool (mlir_lowering/parallel_passes.h):
+// runs fn(lo', hi', slots) for chunks [lo', hi') covering [lo, hi) on the calling thread's pool
+// (the executor's), or fn(lo, hi, slots) at once on a thread without one. `slots` holds the
+// nest's other arguments; fn is `void(int64_t, int64_t, int64_t*)`. Thread-safe as ParallelFor.
+void RunSplitLoop(void* fn, int64_t* slots, int64_t lo, int64_t hi);
 
 }  // namespace trn::runtime

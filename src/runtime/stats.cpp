@@ -69,6 +69,7 @@ StatsSnapshot Stats::Snapshot() const {
   s.ops_run_compiled = ops_run_compiled_.load(std::memory_order_relaxed);
   s.compiled_bytes_written = compiled_bytes_written_.load(std::memory_order_relaxed);
   s.temporaries_elided = temporaries_elided_.load(std::memory_order_relaxed);
+  s.loops_split = loops_split_.load(std::memory_order_relaxed);
   s.storages_released_early = storages_released_early_.load(std::memory_order_relaxed);
   s.bytes_released_early = bytes_released_early_.load(std::memory_order_relaxed);
   s.compile_cache_hits = compile_cache_hits_.load(std::memory_order_relaxed);
@@ -101,6 +102,7 @@ void Stats::Reset() {
   ops_run_compiled_ = 0;
   compiled_bytes_written_ = 0;
   temporaries_elided_ = 0;
+  loops_split_ = 0;
   storages_released_early_ = 0;
   bytes_released_early_ = 0;
   compile_cache_hits_ = 0;

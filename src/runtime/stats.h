@@ -40,6 +40,8 @@ struct StatsSnapshot {
   int64_t ops_run_compiled = 0;
   int64_t compiled_bytes_written = 0;  // bytes compiled code stored into device buffers
   int64_t temporaries_elided = 0;      // written views compiled code kept out of device memory
+  // Compiled loop nests split over the executor's kernel pool (mlir_lowering/parallel_passes.h).
+  int64_t loops_split = 0;
   // compile / adaptive: storages freed right after the last unit of their flush that uses them,
   // before the flush's units are released (Executor::PlanEarlyRelease), and their bytes.
   int64_t storages_released_early = 0;
@@ -75,6 +77,7 @@ class Stats {
     compiled_bytes_written_.fetch_add(bytes_written, std::memory_order_relaxed);
   }
   void CountTemporariesElided(int64_t n) { temporaries_elided_.fetch_add(n, std::memory_order_relaxed); }
+  void CountLoopSplit() { loops_split_.fetch_add(1, std::memory_order_relaxed); }
   void CountReleasedEarly(int64_t bytes) {
     storages_released_early_.fetch_add(1, std::memory_order_relaxed);
     bytes_released_early_.fetch_add(bytes, std::memory_order_relaxed);
@@ -109,6 +112,7 @@ class Stats {
   std::atomic<int64_t> ops_run_compiled_{0};
   std::atomic<int64_t> compiled_bytes_written_{0};
   std::atomic<int64_t> temporaries_elided_{0};
+  std::atomic<int64_t> loops_split_{0};
   std::atomic<int64_t> storages_released_early_{0};
   std::atomic<int64_t> bytes_released_early_{0};
   std::atomic<int64_t> compile_cache_hits_{0};

@@ -14,8 +14,10 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_format.h"
 #include "mlir_lowering/host_jit.h"
+#include "mlir_lowering/parallel_passes.h"
 #include "mlir_lowering/trn_compile.h"
 #include "runtime/neuroncore/instruction_stream.h"
+#include "runtime/kernel_pool.h"
 #include "runtime/log.h"
 #include "runtime/profiler.h"
 #include "trn_version.h"
@@ -33,6 +35,8 @@ void RegisterExternsOnce() {
       mlir_lowering::RegisterRuntimeSymbolPrefix(absl::StrCat("_mlir_ciface_trn_ext", n, "_"),
                                                  runtime::ExternEntry(n));
     }
+    mlir_lowering::RegisterRuntimeSymbolPrefix(mlir_lowering::kParallelForSymbol,
+                                               reinterpret_cast<void*>(&runtime::RunSplitLoop));
   });
 }
 

@@ -129,6 +129,34 @@ def test_transposed_values_reach_runtime_calls_without_a_copy(tmp_path):
         assert "-> (d1, d0)>" not in m and "-> (d0, d2, d1)>" not in m, f"a transposing copy:\n{m}"
 
 
+SPLIT = """
+import json, torch, torch_trn
+g = torch.Generator().manual_seed(0)
+x, w = torch.randn(1001, 96, generator=g), torch.randn(96, generator=g)
+nx, nw = x.to("neuron"), w.to("neuron")
+torch_trn.sync(); torch_trn.reset_stats()
+y = (torch.softmax(nx * 2, dim=-1) * nw + nx.tanh()).cpu()   # rows: softmax, then elementwise
+small = (nx[:3] * 3).cpu()                                    # 288 elements: one thread
+print(json.dumps({"y": y.tolist(), "small": small.tolist(), "split": torch_trn.stats()["loops_split"]}))
+"""
+
+
+@pytest.mark.parametrize("threads", ["0", "1"])
+def test_large_loop_nests_split_over_the_kernel_pool(threads):
+    # 1001 rows of 96 (odd: the chunks are uneven) run as chunks of rows on the executor and the
+    # kernel pool's helper; NEURON_MATMUL_THREADS=1 (no helpers) runs them on the executor alone.
+    # Same values either way; tiny nests are never split.
+    out = run_json(SPLIT, env={**COMPILE, "NEURON_MATMUL_THREADS": threads, "NEURON_CACHE_DIR": "off"})
+    g = torch.Generator().manual_seed(0)
+    x, w = torch.randn(1001, 96, generator=g), torch.randn(96, generator=g)
+    torch.testing.assert_close(torch.tensor(out["y"]), torch.softmax(x * 2, dim=-1) * w + x.tanh())
+    torch.testing.assert_close(torch.tensor(out["small"]), x[:3] * 3)
+    if threads == "1":
+        assert out["split"] == 0, out["split"]
+    else:
+        assert out["split"] >= 1, "no loop nest of the 1001x96 group was split"
+
+
 def test_ops_without_lowering_run_op_by_op_and_are_named():
     out = run_json("""
         import json, torch, torch_trn
