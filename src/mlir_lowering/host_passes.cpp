@@ -272,10 +272,20 @@ struct ExternCallsPass
                                << "'s order is not a permutation";
                 return signalPassFailure();
               }
-              llvm::SmallVector<unsigned> order(perm.asArrayRef().begin(), perm.asArrayRef().end());
-              auto map = mlir::AffineMap::getPermutationMap(order, op.getContext());
-              v = b.create<mlir::memref::TransposeOp>(op.getLoc(), v, mlir::AffineMapAttr::get(map));
-              memref = v.getType().cast<mlir::MemRefType>();
+              // The same buffer with sizes and strides reordered. (Not memref.transpose: MLIR 16
+              // lowers it to LLVM with the inverse of the permutation its result type has.)
+              auto meta = b.create<mlir::memref::ExtractStridedMetadataOp>(op.getLoc(), v);
+              llvm::SmallVector<mlir::OpFoldResult> sizes, strides;
+              llvm::SmallVector<int64_t> shape;
+              for (int64_t d : perm.asArrayRef()) {
+                shape.push_back(memref.getDimSize(d));
+                sizes.push_back(b.getIndexAttr(memref.getDimSize(d)));
+                strides.push_back(meta.getStrides()[d]);
+              }
+              auto type = FullyDynamic(mlir::MemRefType::get(shape, memref.getElementType()));
+              v = b.create<mlir::memref::ReinterpretCastOp>(op.getLoc(), type, meta.getBaseBuffer(),
+                                                            mlir::OpFoldResult(meta.getOffset()), sizes, strides);
+              memref = type;
             }
           }
           mlir::MemRefType dynamic = FullyDynamic(memref);

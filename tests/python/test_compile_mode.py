@@ -113,20 +113,29 @@ def test_transposed_values_reach_runtime_calls_without_a_copy(tmp_path):
         na, nb, nq, nk = (t.to("neuron") for t in (a, b, q, k))
         w = ((na * 2).t() @ nb).cpu()                          # 5x6 view of a 6x5 value
         s = (nq @ (nk + 1).permute(0, 2, 1)).cpu()             # bmm with k^T
-        print(json.dumps({{"w": w.tolist(), "s": s.tolist()}}))
+        nhwc = torch.randn(2, 5, 6, 4, generator=g)            # channels last -> NCHW: not an
+        wc = torch.randn(4, 1, 3, 3, generator=g)              # involution (0, 3, 1, 2)
+        c = torch.nn.functional.conv2d((nhwc.to("neuron") * 2).permute(0, 3, 1, 2), wc.to("neuron"),
+                                       padding=1, groups=4).cpu()
+        print(json.dumps({{"w": w.tolist(), "s": s.tolist(), "c": c.tolist()}}))
     """, env={**COMPILE, "NEURON_DUMP_MLIR": str(tmp_path), "NEURON_CACHE_DIR": "off"})
     g = torch.Generator().manual_seed(0)
     a, b = torch.randn(6, 5, generator=g), torch.randn(6, 3, generator=g)
     q, k = torch.randn(2, 4, 3, generator=g), torch.randn(2, 4, 3, generator=g)
     torch.testing.assert_close(torch.tensor(out["w"]), (a * 2).t() @ b)
     torch.testing.assert_close(torch.tensor(out["s"]), q @ (k + 1).permute(0, 2, 1))
+    nhwc, wc = torch.randn(2, 5, 6, 4, generator=g), torch.randn(4, 1, 3, 3, generator=g)
+    torch.testing.assert_close(torch.tensor(out["c"]),
+                               torch.nn.functional.conv2d((nhwc * 2).permute(0, 3, 1, 2), wc, padding=1, groups=4))
     modules = [p.read_text() for p in tmp_path.glob("*.mlir")]
-    products = [m for m in modules if 'library_call = "trn_ext' in m]
-    assert len(products) == 2, [m[:200] for m in modules]
-    for m in products:
-        assert "trn.extern_perms = [array<i64: 1, 0>, array<i64>" in m or \
-            "trn.extern_perms = [array<i64>, array<i64: 0, 2, 1>" in m, m
-        assert "-> (d1, d0)>" not in m and "-> (d0, d2, d1)>" not in m, f"a transposing copy:\n{m}"
+    calls = [m for m in modules if 'library_call = "trn_ext' in m]
+    assert len(calls) == 3, [m[:200] for m in modules]
+    for m in calls:
+        assert ("trn.extern_perms = [array<i64: 1, 0>, array<i64>" in m
+                or "trn.extern_perms = [array<i64>, array<i64: 0, 2, 1>" in m
+                or "trn.extern_perms = [array<i64: 0, 3, 1, 2>" in m), m
+        assert not any(s in m for s in ("-> (d1, d0)>", "-> (d0, d2, d1)>", "-> (d0, d2, d3, d1)>")), \
+            f"a transposing copy:\n{m}"
 
 
 SPLIT = """

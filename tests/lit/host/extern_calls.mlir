@@ -109,17 +109,18 @@ func.func @on_tensors(%ctx: i64, %a: tensor<4xf32>) -> tensor<4xf32> {
 // -----
 
 // trn.extern_perms: operand i is passed with its dimensions reordered (result dimension d is
-// operand dimension perm[d]), as a strided view of the same buffer; an empty entry passes the
-// operand as it is. The 3-d order checks the direction: 2x3x4 read as [2, 0, 1] is 4x2x3.
+// operand dimension perm[d]), as a strided view of the same buffer (its base, offset and
+// strides, reordered); an empty entry passes the operand as it is. The 3-d order checks the
+// direction: 2x3x4 read as [2, 0, 1] is 4x2x3 with strides (s2, s0, s1).
 // CHECK-LABEL: func.func private @trn_ext3_0(
 // CHECK-SAME: i64, i64, memref<8x4xf32, strided<[?, ?], offset: ?>>, memref<4x2x3xf32, strided<[?, ?, ?], offset: ?>>, memref<8x4xf32, strided<[?, ?], offset: ?>>)
 // CHECK-LABEL: func.func @transposed(
 // CHECK-SAME: %[[A:[a-z0-9]+]]: memref<4x8xf32>, %[[B:[a-z0-9]+]]: memref<2x3x4xf32>, %[[OUT:[a-z0-9]+]]: memref<8x4xf32>)
-// CHECK-DAG: %[[TA:.*]] = memref.transpose %[[A]] (d0, d1) -> (d1, d0) : memref<4x8xf32> to memref<8x4xf32, strided<[1, 8]>>
-// CHECK-DAG: %[[TB:.*]] = memref.transpose %[[B]] (d0, d1, d2) -> (d2, d0, d1) : memref<2x3x4xf32> to memref<4x2x3xf32, strided<[1, 12, 4]>>
-// CHECK-DAG: %[[CA:.*]] = memref.cast %[[TA]]
-// CHECK-DAG: %[[CB:.*]] = memref.cast %[[TB]]
-// CHECK-DAG: %[[CO:.*]] = memref.cast %[[OUT]]
+// CHECK: %[[BA:.*]], %[[OA:.*]], %{{.*}}:2, %[[SA:.*]]:2 = memref.extract_strided_metadata %[[A]]
+// CHECK: %[[CA:.*]] = memref.reinterpret_cast %[[BA]] to offset: [%[[OA]]], sizes: [8, 4], strides: [%[[SA]]#1, %[[SA]]#0] : memref<f32> to memref<8x4xf32, strided<[?, ?], offset: ?>>
+// CHECK: %[[BB:.*]], %[[OB:.*]], %{{.*}}:3, %[[SB:.*]]:3 = memref.extract_strided_metadata %[[B]]
+// CHECK: %[[CB:.*]] = memref.reinterpret_cast %[[BB]] to offset: [%[[OB]]], sizes: [4, 2, 3], strides: [%[[SB]]#2, %[[SB]]#0, %[[SB]]#1] : memref<f32> to memref<4x2x3xf32, strided<[?, ?, ?], offset: ?>>
+// CHECK: %[[CO:.*]] = memref.cast %[[OUT]]
 // CHECK: call @trn_ext3_0(%{{.*}}, %{{.*}}, %[[CA]], %[[CB]], %[[CO]])
 func.func @transposed(%ctx: i64, %a: memref<4x8xf32>, %b: memref<2x3x4xf32>, %out: memref<8x4xf32>) {
   %c0 = arith.constant 0 : i64
