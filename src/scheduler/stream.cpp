@@ -145,6 +145,11 @@ absl::Status Stream::Sync(const std::string& reason) {
   if (mode_ != runtime::Mode::kEager) {  // the executor retires units in these modes
     executor_.ReleaseRetired(UINT64_MAX);  // everything ran: drop the finished units' tensors
   }
+  if (builders_ != nullptr) {
+    // Builds the flush trimmed before they finished are loaded now: the memory tier is within
+    // its limits at every sync (what cache_stats() reads).
+    compiler_.cache().Trim();
+  }
   if (runtime::profiler::Enabled()) {
     runtime::profiler::Event e;
     e.cat = "sync";
