@@ -214,7 +214,7 @@ def main():
                   f"{1e3 * max(r['steps']):7.2f} {ratio(cpu):>5s} {ratio(eager):>6s} "
                   + " ".join(f"{c:>{w}s}" for c, w in zip(breakdown(r, args.steps), (9, 11, 11, 11, 7, 6))))
     print(f"\nper step ({args.clock} clock): rec = recording thread per recorded op; flush = per flushed op; "
-          "compiled / op-by-op = executor busy; sync = recording thread waiting at syncs; misses = plan cache "
+          "compiled / op-by-op = executor busy; sync = recording thread waiting for the executor (at syncs, and at flushes for units two flushes back); misses = plan cache "
           "misses (0 once warm)")
     print("targets: compile and adaptive <= 0.7 x cpu and <= 0.7 x eager; flush <= 1.5 us/op")
     if args.json:

@@ -397,6 +397,14 @@ void Executor::ReleaseFinished(size_t at_least) {
   }
 }
 
+void Executor::WaitFinishedThrough(uint64_t batch) {
+  absl::MutexLock lock(&mu_);
+  auto finished = [this, batch]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return FinishedThrough(batch); };
+  if (!finished()) {
+    mu_.Await(absl::Condition(&finished));  // (callers hold no GIL: see ReleaseRetired)
+  }
+}
+
 void Executor::ReleaseRetired(uint64_t batch) {
   std::deque<ExecUnit> released;
   {

@@ -116,6 +116,9 @@ class Executor {
   // storage use counts seen by the program, e.g. by autograd when it decides whether to
   // accumulate a gradient in place, never depend on how far the executor has got.
   void ReleaseRetired(uint64_t batch);
+  // Waits until every unit of batch <= `batch` finished (what ReleaseRetired waits for first),
+  // so a caller can time the wait apart from the release.
+  void WaitFinishedThrough(uint64_t batch);
   // With options.track_refs, for the records of one flush (in stream order, none submitted
   // yet): a storage that only these records and earlier unreleased units reference (no user
   // tensor, no autograd, no later record) can never be read after the last record that uses

@@ -23,7 +23,8 @@ enum class HostTime : int {
   kFlush,         // cutting, planning and submitting a pending segment (from a sync or a record)
   kExecCompiled,  // executor: compiled groups (the ops they cover)
   kExecOpByOp,    // executor: ops run one by one (eager ops, unlowered ops, groups without code)
-  kSyncWait,      // a sync point waiting for the executor after its flush
+  kSyncWait,      // waiting for the executor: a sync point after its flush, or a flush for the
+                  // units two flushes back, whose tensors it releases (not a sync: ops 0)
   kCount
 };
 const char* HostTimeName(HostTime t);

@@ -271,10 +271,12 @@ void Stream::Flush() {
   struct CountFlush {
     runtime::Stats* stats;
     int64_t begin, ops;
+    int64_t waited = 0;  // waiting for the executor (counted as kSyncWait, not as flushing)
     ~CountFlush() {
       const int64_t ns = runtime::MonotonicNs() - begin;
       flush_ns_on_thread += ns;
-      stats->AddTime(runtime::HostTime::kFlush, ns, ops);
+      stats->AddTime(runtime::HostTime::kFlush, ns - waited, ops);
+      stats->AddTime(runtime::HostTime::kSyncWait, waited, 0);
     }
   } count_flush{stats_, begin_ns, static_cast<int64_t>(n)};
   const double begin = runtime::profiler::NowUs();
@@ -325,6 +327,9 @@ void Stream::Flush() {
   // Units finished two flushes ago release their tensors now (waiting for them if the executor
   // is behind): a point fixed in the stream, so storage use counts do not depend on timing.
   if (batch > kRetiredBatches) {
+    const int64_t wait_begin = runtime::MonotonicNs();
+    executor_.WaitFinishedThrough(batch - kRetiredBatches);
+    count_flush.waited = runtime::MonotonicNs() - wait_begin;
     executor_.ReleaseRetired(batch - kRetiredBatches);
   }
 }

@@ -320,3 +320,29 @@ def test_new_groups_of_a_segment_build_in_parallel_and_run_in_order(tmp_path):
     overlapping = [(a, b) for a in compiles for b in compiles
                    if a["tid"] != b["tid"] and a["ts"] < b["ts"] + b["dur"] and b["ts"] < a["ts"] + a["dur"]]
     assert overlapping, f"no two builds ran at once: {compiles}"
+
+
+def test_host_time_counts_waiting_for_the_executor_as_waiting():
+    # A flush that waits for the units of two flushes back (their tensors are released at fixed
+    # stream points) adds that wait to host_time["sync_wait"], not to "flush"; only syncs count
+    # as sync_wait ops. Two-op segments (NEURON_MAX_GROUP_OPS=2) behind large products keep the
+    # executor far behind the recording thread, so nearly all of its time is waiting, whether at
+    # a flush or at the sync.
+    out = run_json("""
+        import json, torch, torch_trn
+        a = torch.randn(1024, 1024).to("neuron")
+        torch_trn.sync(); torch_trn.reset_stats()
+        for _ in range(3):
+            x = a
+            for _ in range(8):
+                x = (x @ a).tanh() * 0.01
+            x.sum().item()
+        s = torch_trn.stats()
+        h = s["host_time"]
+        print(json.dumps({"sync_ops": h["sync_wait"]["ops"], "sync_ns": h["sync_wait"]["ns"],
+                          "flush_ops": h["flush"]["ops"], "flush_ns": h["flush"]["ns"],
+                          "syncs": sum(s["syncs"].values())}))
+    """, env={**COMPILE, "NEURON_CACHE_DIR": "off", "NEURON_MAX_GROUP_OPS": "2"})
+    assert out["sync_ops"] == out["syncs"] == 3, out
+    assert out["flush_ops"] > 0, out
+    assert out["sync_ns"] > out["flush_ns"], f"waiting for the executor was counted as flushing: {out}"
