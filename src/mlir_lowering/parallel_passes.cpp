@@ -2,7 +2,6 @@
 #include "mlir_lowering/parallel_passes.h"
 
 #include <algorithm>
-#include <cctype>
 #include <mutex>
 #include <string>
 
@@ -23,31 +22,39 @@
 namespace trn::mlir_lowering {
 namespace {
 
-// Innermost iterations of the loops in `block` (a body without loops counts 1). Loops with
-// bounds that are not constant count one iteration: the estimate only decides whether to split.
+// Iterations of one loop dimension; 1 when its bounds are not constant (the estimate only
+// decides whether to split).
+int64_t Trips(mlir::Value lb, mlir::Value ub, mlir::Value step) {
+  auto l = mlir::getConstantIntValue(lb);
+  auto u = mlir::getConstantIntValue(ub);
+  auto s = mlir::getConstantIntValue(step);
+  if (!l || !u || !s || *s <= 0) return 1;
+  return std::max<int64_t>(0, (*u - *l + *s - 1) / *s);
+}
+
+int64_t Trips(mlir::scf::ParallelOp p) {
+  int64_t trips = 1;
+  for (size_t d = 0; d < p.getNumLoops(); ++d) {
+    trips *= Trips(p.getLowerBound()[d], p.getUpperBound()[d], p.getStep()[d]);
+  }
+  return trips;
+}
+
+// Innermost iterations of the loops in `block` (a body without loops counts 1).
 int64_t Iterations(mlir::Block& block) {
   int64_t total = 0;
   bool loops = false;
   for (mlir::Operation& op : block) {
     int64_t trips = 1;
     if (auto f = llvm::dyn_cast<mlir::scf::ForOp>(op)) {
-      auto lb = mlir::getConstantIntValue(f.getLowerBound());
-      auto ub = mlir::getConstantIntValue(f.getUpperBound());
-      auto step = mlir::getConstantIntValue(f.getStep());
-      if (lb && ub && step && *step > 0) trips = std::max<int64_t>(0, (*ub - *lb + *step - 1) / *step);
+      trips = Trips(f.getLowerBound(), f.getUpperBound(), f.getStep());
     } else if (auto p = llvm::dyn_cast<mlir::scf::ParallelOp>(op)) {
-      for (size_t d = 0; d < p.getNumLoops(); ++d) {
-        auto lb = mlir::getConstantIntValue(p.getLowerBound()[d]);
-        auto ub = mlir::getConstantIntValue(p.getUpperBound()[d]);
-        auto step = mlir::getConstantIntValue(p.getStep()[d]);
-        if (lb && ub && step && *step > 0) trips *= std::max<int64_t>(0, (*ub - *lb + *step - 1) / *step);
-      }
+      trips = Trips(p);
     } else {
       continue;
     }
     loops = true;
-    mlir::Block& body = op.getRegion(0).front();
-    total += trips * Iterations(body);
+    total += trips * Iterations(op.getRegion(0).front());
   }
   return loops ? total : 1;
 }
@@ -83,16 +90,7 @@ bool Splittable(mlir::scf::ParallelOp p) {
     }
     ok = !effects.hasEffect<mlir::MemoryEffects::Write>() && !effects.hasEffect<mlir::MemoryEffects::Free>();
   });
-  if (!ok) {
-    return false;
-  }
-  int64_t trips = 1;
-  for (size_t d = 0; d < p.getNumLoops(); ++d) {
-    auto l = mlir::getConstantIntValue(p.getLowerBound()[d]);
-    auto u = mlir::getConstantIntValue(p.getUpperBound()[d]);
-    if (l && u) trips *= std::max<int64_t>(0, *u - *l);
-  }
-  return trips * Iterations(*p.getBody()) >= kMinParallelWork;
+  return ok && Trips(p) * Iterations(*p.getBody()) >= kMinParallelWork;
 }
 
 // Moves `p` into a private function of (lo, hi, captures) and calls it on p's outer range.
@@ -170,13 +168,6 @@ struct OutlineParallelPass
 
 // ---- LLVM dialect: calls of outlined functions -> trn_parallel_for ----
 
-bool IsOutlinedCall(mlir::LLVM::CallOp call) {
-  std::optional<llvm::StringRef> callee = call.getCallee();
-  if (!callee || !callee->startswith(kParallelPrefix)) return false;
-  llvm::StringRef rest = callee->drop_front(llvm::StringRef(kParallelPrefix).size());
-  return !rest.empty() && std::isdigit(static_cast<unsigned char>(rest.front())) && !rest.endswith("_packed");
-}
-
 // `base` + i slots of 8 bytes, as a pointer to `type`.
 mlir::Value SlotOf(mlir::OpBuilder& b, mlir::Location loc, mlir::Value base, int64_t i, mlir::Type type) {
   auto i64 = b.getI64Type();
@@ -224,7 +215,7 @@ struct ParallelCallsPass : public mlir::PassWrapper<ParallelCallsPass, mlir::Ope
     mlir::ModuleOp module = getOperation();
     llvm::SmallVector<mlir::LLVM::CallOp> calls;
     module.walk([&](mlir::LLVM::CallOp call) {
-      if (IsOutlinedCall(call)) calls.push_back(call);
+      if (call->hasAttr(kParallelForAttr)) calls.push_back(call);  // (func-to-llvm keeps it)
     });
     if (calls.empty()) return;
     mlir::MLIRContext* ctx = module.getContext();
@@ -237,13 +228,14 @@ struct ParallelCallsPass : public mlir::PassWrapper<ParallelCallsPass, mlir::Ope
       auto type = mlir::LLVM::LLVMFunctionType::get(mlir::LLVM::LLVMVoidType::get(ctx), {i8_ptr, slots_type, i64, i64});
       runtime = mb.create<mlir::LLVM::LLVMFuncOp>(module.getLoc(), kParallelForSymbol, type);
     }
+    const mlir::DataLayout layout(module);
     for (mlir::LLVM::CallOp call : calls) {
-      auto fn = module.lookupSymbol<mlir::LLVM::LLVMFuncOp>(*call.getCallee());
+      std::optional<llvm::StringRef> callee = call.getCallee();
+      auto fn = callee ? module.lookupSymbol<mlir::LLVM::LLVMFuncOp>(*callee) : nullptr;
       if (!fn || fn.isExternal() || fn.getFunctionType().getNumParams() < 2 || call.getNumOperands() < 2) {
         call.emitError() << "a call of an outlined loop nest without its (lo, hi, ...) function";
         return signalPassFailure();
       }
-      const mlir::DataLayout layout(module);
       for (mlir::Value v : call.getOperands().drop_front(2)) {
         if (layout.getTypeSize(v.getType()) > 8) {
           call.emitError() << "an outlined loop nest's argument of type " << v.getType() << " is wider than a slot";

@@ -7,7 +7,8 @@
 //     function into a private function `trn_par<k>_<name>(lo, hi, captures...)` that runs the
 //     nest for outer indices [lo, hi), and calls it on the whole range (func.call marked
 //     `trn.parallel_for`).
-//  2. `trn-parallel-calls` (LLVM dialect, after func-to-llvm) turns each such call into
+//  2. `trn-parallel-calls` (LLVM dialect, after func-to-llvm) turns each call marked
+//     `trn.parallel_for` into
 //     `trn_parallel_for(fn, slots, lo, hi)`: the call's arguments are stored in an array of
 //     8-byte slots, and `fn` is a generated `<callee>_packed(lo, hi, slots)` that loads them and
 //     calls the outlined function. The runtime splits [lo, hi) into chunks that the executor and
@@ -33,7 +34,8 @@ class Pass;
 
 namespace trn::mlir_lowering {
 
-// Name prefix of the outlined functions, and the runtime entry the calls become.
+// Name prefix of the outlined functions, the mark on their calls, and the runtime entry the
+// calls become.
 inline constexpr const char kParallelPrefix[] = "trn_par";
 inline constexpr const char kParallelForAttr[] = "trn.parallel_for";
 inline constexpr const char kParallelForSymbol[] = "trn_parallel_for";

@@ -99,30 +99,19 @@ absl::Status Stream::Record(runtime::OpRecord record, double record_begin_us) {
     record.cut_fp = CutFingerprint(record);
   }
   record.thread = std::hash<std::thread::id>{}(std::this_thread::get_id());
-  if (Groups()) {
-    // The recording thread changed (forward -> backward on the autograd thread -> optimizer):
-    // the grouper cuts there anyway, so the pending ops go to the executor now and run while
-    // the next phase is recorded, instead of waiting for the next sync or full segment.
-    bool thread_changed = false;
-    {
-      absl::MutexLock lock(&mu_);
-      thread_changed = !pending_.empty() && pending_.back().thread != record.thread;
-    }
-    if (thread_changed) {
-      Flush();
-    }
-  }
+  // The recording thread changed (forward -> backward on the autograd thread -> optimizer):
+  // the grouper cuts there anyway, so the pending ops go to the executor first and run while
+  // the next phase is recorded, instead of waiting for the next sync or full segment.
+  bool thread_changed = false;
   {
-    // Numbering and submission happen under one lock so the executor sees stream order even
-    // when the Python thread and the autograd thread record at once.
     absl::MutexLock lock(&mu_);
-    record.seq = next_seq_++;
-    if (Groups()) {
-      pending_.push_back(std::move(record));
-      full = flush_policy_.Ends(static_cast<int64_t>(pending_.size()), pending_.back().cut_fp);
-    } else {
-      executor_.Submit(std::move(record));
-    }
+    thread_changed = Groups() && !pending_.empty() && pending_.back().thread != record.thread;
+    if (!thread_changed) full = Append(std::move(record));
+  }
+  if (thread_changed) {
+    Flush();
+    absl::MutexLock lock(&mu_);
+    full = Append(std::move(record));
   }
   if (full) {
     Flush();  // (not a sync: nothing waits for the flushed ops to run)
@@ -131,6 +120,18 @@ absl::Status Stream::Record(runtime::OpRecord record, double record_begin_us) {
     return Sync("launch_blocking");
   }
   return absl::OkStatus();
+}
+
+bool Stream::Append(runtime::OpRecord record) {
+  // Numbering and submission happen under one lock (mu_) so the executor sees stream order
+  // even when the Python thread and the autograd thread record at once.
+  record.seq = next_seq_++;
+  if (!Groups()) {
+    executor_.Submit(std::move(record));
+    return false;
+  }
+  pending_.push_back(std::move(record));
+  return flush_policy_.Ends(static_cast<int64_t>(pending_.size()), pending_.back().cut_fp);
 }
 
 absl::Status Stream::Sync(const std::string& reason) {

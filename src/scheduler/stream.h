@@ -72,6 +72,9 @@ class Stream {
 
  private:
   bool Groups() const { return mode_ != runtime::Mode::kEager && !launch_blocking_; }
+  // Numbers `record` and submits it (eager) or appends it to the pending segment; returns
+  // whether the segment should be flushed now (flush_policy_).
+  bool Append(runtime::OpRecord record) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Cuts the pending segment into units, attaches (or starts) their code, submits them.
   void Flush();
   // `*remote_refreshed`: whether this flush already looked for torch.distributed's store.
