@@ -401,19 +401,16 @@ void Executor::WaitFinishedThrough(uint64_t batch) {
   absl::MutexLock lock(&mu_);
   auto finished = [this, batch]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return FinishedThrough(batch); };
   if (!finished()) {
-    mu_.Await(absl::Condition(&finished));  // (callers hold no GIL: see ReleaseRetired)
+    // (The callers hold no GIL here: Flush runs under ScopedBlockingWait, Sync after Wait.)
+    mu_.Await(absl::Condition(&finished));
   }
 }
 
 void Executor::ReleaseRetired(uint64_t batch) {
+  WaitFinishedThrough(batch);  // (units run in submission order: they stay finished)
   std::deque<ExecUnit> released;
   {
     absl::MutexLock lock(&mu_);
-    auto finished = [this, batch]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return FinishedThrough(batch); };
-    if (!finished()) {
-      // (The callers hold no GIL here: Flush runs under ScopedBlockingWait, Sync after Wait.)
-      mu_.Await(absl::Condition(&finished));
-    }
     while (!retired_.empty() && retired_.front().batch <= batch) {
       released.push_back(std::move(retired_.front()));
       retired_.pop_front();
