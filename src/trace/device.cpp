@@ -25,6 +25,7 @@
 #include "trace/device_state.h"
 #include "trace/fallback.h"
 #include "trace/snapshot.h"
+#include "trace/structured_ops.h"
 
 namespace trn::trace {
 namespace {
@@ -240,3 +241,11 @@ TORCH_LIBRARY_IMPL(aten, Negative, m) { m.impl("_copy_from", torch::CppFunction:
 TORCH_LIBRARY_IMPL(_, PrivateUse1, m) {
   m.fallback(torch::CppFunction::makeFromBoxedFunction<&trn::trace::RecordingFallback>());
 }
+
+namespace {
+// After the registrations above (same file: initialised in order), so that their ops keep them.
+const bool g_structured_registered = [] {
+  trn::trace::RegisterStructuredOps();
+  return true;
+}();
+}  // namespace

@@ -14,6 +14,7 @@
 #include <string>
 
 #include "absl/container/flat_hash_set.h"
+#include "absl/container/inlined_vector.h"
 #include "runtime/host_view.h"
 #include "runtime/op_error.h"
 #include "runtime/op_runner.h"
@@ -23,6 +24,7 @@
 #include "trace/meta_cache.h"
 #include "trace/shape_rules.h"
 #include "trace/snapshot.h"
+#include "trace/structured_ops.h"
 
 namespace trn::trace {
 namespace {
@@ -139,11 +141,13 @@ void UseDeviceGenerator(const c10::FunctionSchema& schema, std::vector<c10::IVal
 // Meta inference through the process-wide cache (see meta_cache.h).
 std::shared_ptr<const MetaOutcome> InferCached(DeviceState& state, const c10::OperatorHandle& op,
                                                const std::vector<c10::IValue>& args) {
-  std::optional<std::string> key = MetaCache::Key(op, args);
-  if (key.has_value()) {
-    if (auto hit = state.meta_cache.Find(*key)) {
+  thread_local std::string key_buffer;  // (a hit allocates nothing)
+  std::optional<std::string> key;
+  if (MetaCache::KeyInto(op, args, &key_buffer)) {
+    if (auto hit = state.meta_cache.Find(key_buffer)) {
       return hit;
     }
+    key = key_buffer;  // (copied before the Meta kernel runs, which may record on this thread)
   }
   auto inferred = std::make_shared<MetaOutcome>(InferWithMeta(op, args));
   MatchCpuSizes(op, args, inferred.get());
@@ -202,7 +206,7 @@ void RecordingFallback(const c10::OperatorHandle& orig_op, torch::jit::Stack* st
   // Outputs: in-place/out= returns are the written argument; views share their base's storage;
   // everything else is a fresh device allocation the queued op will fill.
   const size_t nret = schema.returns().size();
-  std::vector<c10::IValue> outs(nret);
+  absl::InlinedVector<c10::IValue, 2> outs(nret);
   std::vector<c10::IValue> fresh(nret);
   bool executes = nret == 0;
   for (size_t j = 0; j < args.size(); ++j) {
@@ -223,12 +227,24 @@ void RecordingFallback(const c10::OperatorHandle& orig_op, torch::jit::Stack* st
       outs[i] = args[j];
     } else if (m.kind == ValueGeometry::Kind::kNone) {
       outs[i] = c10::IValue();
-    } else if (j >= 0 && args[j].isTensor()) {  // a view (or list of views) of argument j
+    } else if (j >= 0 && args[j].isTensor() && m.kind == ValueGeometry::Kind::kTensor) {  // a view of argument j
+      outs[i] = MakeView(args[j].toTensor(), m.tensors.at(0));
+    } else if (j >= 0 && args[j].isTensor()) {  // a list of views of argument j
       c10::List<at::Tensor> views;
       for (const Geometry& g : m.tensors) {
         views.push_back(MakeView(args[j].toTensor(), g));
       }
       outs[i] = m.kind == ValueGeometry::Kind::kTensor ? c10::IValue(views.get(0)) : c10::IValue(views);
+    } else if (m.kind == ValueGeometry::Kind::kTensor) {  // the common case: one fresh tensor
+      const Geometry& g = m.tensors.at(0);
+      if (g.defined) {
+        at::Tensor made = FreshLike(g);
+        fresh[i] = Snapshot(made);
+        outs[i] = std::move(made);
+        executes = true;
+      } else {
+        outs[i] = at::Tensor();  // a masked-out gradient
+      }
     } else {
       c10::List<at::Tensor> made;
       bool any = false;
@@ -245,12 +261,24 @@ void RecordingFallback(const c10::OperatorHandle& orig_op, torch::jit::Stack* st
   }
 
   if (executes) {
+    // A structured op called functionally is recorded as its out= overload writing the fresh
+    // outputs (structured_ops.h), as its composite kernel would have recorded it.
+    const c10::OperatorHandle* out_op = OutVariant(op);
+    for (size_t i = 0; out_op != nullptr && i < nret; ++i) {
+      out_op = fresh[i].isTensor() ? out_op : nullptr;
+    }
     std::vector<c10::IValue> private_args;
-    private_args.reserve(args.size());
+    private_args.reserve(args.size() + (out_op != nullptr ? nret : 0));
     for (const c10::IValue& a : args) {
       private_args.push_back(PrivateArg(a));
     }
-    runtime::OpRecord record(op, std::move(private_args));
+    if (out_op != nullptr) {
+      for (c10::IValue& f : fresh) {
+        private_args.push_back(std::move(f));
+        f = c10::IValue();
+      }
+    }
+    runtime::OpRecord record(out_op != nullptr ? *out_op : op, std::move(private_args));
     record.outputs = std::move(fresh);
     record.source = SourceForOp(state, args);
     ThrowIfError(state.stream.Record(std::move(record), record_begin_us));

@@ -201,20 +201,28 @@ MetaOutcome InferWithMeta(const c10::OperatorHandle& op, const std::vector<c10::
   return out;
 }
 
+bool MetaCache::KeyInto(const c10::OperatorHandle& op, const std::vector<c10::IValue>& args, std::string* key) {
+  key->clear();
+  Put(key, &op.schema());  // operator definitions live as long as the process
+  const bool value_free = ValueFree(op);
+  for (const c10::IValue& a : args) {
+    if (!PutValue(key, a, value_free)) {
+      return false;
+    }
+  }
+  return true;
+}
+
 std::optional<std::string> MetaCache::Key(const c10::OperatorHandle& op, const std::vector<c10::IValue>& args) {
   std::string key;
   key.reserve(128);
-  Put(&key, &op.schema());  // operator definitions live as long as the process
-  const bool value_free = ValueFree(op);
-  for (const c10::IValue& a : args) {
-    if (!PutValue(&key, a, value_free)) {
-      return std::nullopt;
-    }
+  if (!KeyInto(op, args, &key)) {
+    return std::nullopt;
   }
   return key;
 }
 
-std::shared_ptr<const MetaOutcome> MetaCache::Find(const std::string& key) const {
+std::shared_ptr<const MetaOutcome> MetaCache::Find(absl::string_view key) const {
   absl::MutexLock lock(&mu_);
   auto it = entries_.find(key);
   if (it == entries_.end()) {

@@ -19,6 +19,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
+#include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 
 namespace trn::trace {
@@ -59,8 +60,10 @@ class MetaCache {
 
   // The cache key of a call, or nullopt when an argument is of a kind we do not key on.
   static std::optional<std::string> Key(const c10::OperatorHandle& op, const std::vector<c10::IValue>& args);
+  // The same into `*key` (its buffer reused: a hit allocates nothing); false: not keyed.
+  static bool KeyInto(const c10::OperatorHandle& op, const std::vector<c10::IValue>& args, std::string* key);
 
-  std::shared_ptr<const MetaOutcome> Find(const std::string& key) const;
+  std::shared_ptr<const MetaOutcome> Find(absl::string_view key) const;
   void Insert(std::string key, std::shared_ptr<const MetaOutcome> outcome);
   int64_t hits() const;
   int64_t misses() const;

@@ -39,3 +39,28 @@ def test_traces_do_not_nest():
         with pytest.raises(Exception, match="already active"):
             with torch_trn.trace_ops():
                 pass
+
+
+def test_structured_ops_record_one_op_each_as_their_out_overload():
+    # Structured ops (add, max.dim, sum.dim_IntList, mul_) reach the recorder directly: one record
+    # per call (no TensorIterator detour through the composite kernel), a functional call as its
+    # out= overload writing the fresh result, an in-place call as itself; values as on the CPU.
+    a_cpu, b_cpu = torch.randn(3, 4), torch.randn(3, 4)
+    a, b = a_cpu.to("neuron"), b_cpu.to("neuron")
+    with torch_trn.trace_ops() as t:
+        c = a + b
+        values, indices = torch.max(a, dim=1)
+        s = a.sum(dim=0)
+        d = torch.empty_like(a)
+        d.copy_(a)
+        d.mul_(b)
+        torch_trn.sync()
+    assert [o["op"] for o in t.ops] == ["aten::add.out", "aten::max.dim_max", "aten::sum.IntList_out",
+                                        "aten::copy_", "aten::mul_.Tensor"]
+    assert t.ops[1]["outputs"] == [] or all(o is None for o in t.ops[1]["outputs"])
+    torch.testing.assert_close(c.cpu(), a_cpu + b_cpu)
+    ref_values, ref_indices = torch.max(a_cpu, dim=1)
+    torch.testing.assert_close(values.cpu(), ref_values)
+    assert torch.equal(indices.cpu(), ref_indices)
+    torch.testing.assert_close(s.cpu(), a_cpu.sum(dim=0))
+    torch.testing.assert_close(d.cpu(), a_cpu * b_cpu)
