@@ -70,7 +70,7 @@ void RestoreGil(void** state) {
 py::dict OpDict(const runtime::ExecutedOp& op) {
   runtime::SourceLocation loc = runtime::GlobalSourceTable().Lookup(op.source);
   py::dict d;
-  d["op"] = op.op;
+  d["op"] = op.op();
   d["file"] = loc.file.empty() ? py::object(py::none()) : py::object(py::str(loc.file));
   d["line"] = loc.line;
   d["function"] = loc.function;

@@ -31,12 +31,15 @@
 #include "runtime/group_bench.h"
 #include "runtime/kernel_pool.h"
 #include "runtime/op_record.h"
+#include "runtime/op_runner.h"
 #include "runtime/stats.h"
 
 namespace trn::runtime {
 
 struct ExecutedOp {
-  std::string op;
+  // The op (its name is built only when asked for: the executor fills one of these per op).
+  std::optional<c10::OperatorHandle> handle;
+  std::string op() const { return handle.has_value() ? OpName(*handle) : std::string(); }
   SourceId source = kNoSource;
   uint64_t seq = 0;
   bool failed = false;
@@ -162,7 +165,7 @@ class Executor {
   void ReleaseUnit(ExecUnit& unit);
   // Without track_refs: releases the finished units (their records' tensors, snapshots and
   // vectors) when at least `at_least` are waiting. The recording thread calls it every
-  // kReleaseBatch submits and at Wait, the executor when it finds no work after its spin. Most
+  // kReleaseBatch submits and at Wait, the executor when no work came for kQuietBeforeRelease. Most
   // of what a unit frees was allocated by the recording thread; freed on the executor, malloc's
   // arena lock convoyed the two threads (perf, the tiny add of bench/record_overhead.py: ~20 %
   // of the recording thread in futex wake-ups of the executor blocked in free()).

@@ -39,7 +39,7 @@ TEST_CASE("ops run in submission order", "[executor]") {
   CHECK(stats.Snapshot().ops_executed == 100);
   auto last = ex.LastOps(3);
   REQUIRE(last.size() == 3);
-  CHECK(last.back().op == "aten::add_.Tensor");
+  CHECK(last.back().op() == "aten::add_.Tensor");
 }
 
 TEST_CASE("an error is stored with the op and its source line, later ops are skipped", "[executor]") {
@@ -153,7 +153,7 @@ TEST_CASE("a finished op's tensors are released by Wait, or by the executor once
   REQUIRE(ex.Wait().ok());
   CHECK(first.expired());
   auto second = submit_one();
-  // No Wait: the executor finds no more work after its spin and releases what it ran.
+  // No Wait: no more work comes for kQuietBeforeRelease, so the executor releases what it ran.
   bool released = false;
   for (int i = 0; i < 2000 && !released; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
