@@ -262,10 +262,15 @@ void RecordingFallback(const c10::OperatorHandle& orig_op, torch::jit::Stack* st
 
   if (executes) {
     // A structured op called functionally is recorded as its out= overload writing the fresh
-    // outputs (structured_ops.h), as its composite kernel would have recorded it.
+    // outputs (structured_ops.h), as its composite kernel would have recorded it; but only into
+    // contiguous outputs. The fresh geometry comes from the Meta kernel, in torch 2.14 often a
+    // Python decomposition whose strides differ from the C++ structured meta's, and an out=
+    // kernel trusts a correctly sized out's strides: _log_softmax_backward_data.out on a
+    // transposed gradient gets a transposed out from the decomposition and writes it as if
+    // contiguous (wrong values). A strided output is recorded functionally and copied into.
     const c10::OperatorHandle* out_op = OutVariant(op);
     for (size_t i = 0; out_op != nullptr && i < nret; ++i) {
-      out_op = fresh[i].isTensor() ? out_op : nullptr;
+      out_op = fresh[i].isTensor() && fresh[i].toTensor().is_contiguous() ? out_op : nullptr;
     }
     std::vector<c10::IValue> private_args;
     private_args.reserve(args.size() + (out_op != nullptr ? nret : 0));

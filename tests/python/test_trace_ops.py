@@ -1,5 +1,7 @@
 """torch_trn.trace_ops(): the recorded stream as data (the zoo's feature extraction reads it)."""
 import os
+import subprocess
+import textwrap
 import sys
 
 import pytest
@@ -64,3 +66,33 @@ def test_structured_ops_record_one_op_each_as_their_out_overload():
     assert torch.equal(indices.cpu(), ref_indices)
     torch.testing.assert_close(s.cpu(), a_cpu.sum(dim=0))
     torch.testing.assert_close(d.cpu(), a_cpu * b_cpu)
+
+
+@pytest.mark.parametrize("mode", ["eager", "adaptive"])
+def test_structured_op_with_a_strided_meta_output_runs_functionally(mode):
+    # The Meta kernel of _log_softmax_backward_data (a Python decomposition in torch 2.14) gives a
+    # transposed gradient's layout to its result; the CPU out= kernel trusts a correctly sized
+    # out's strides and writes it as if contiguous. Such a call must be recorded functionally
+    # (and copied into the strided result), never as its out= overload: values as on the CPU.
+    # CTC losses hit it in every backward (log_softmax over a time-major transpose).
+    code = textwrap.dedent("""
+        import torch, torch_trn
+        g = torch.randn(12, 2, 32).transpose(0, 1)
+        y = torch.log_softmax(torch.randn(2, 12, 32), -1)
+        ref = torch.ops.aten._log_softmax_backward_data(g, y, -1, torch.float32)
+        with torch_trn.trace_ops() as t:
+            got = torch.ops.aten._log_softmax_backward_data(g.to("neuron"), y.to("neuron"), -1, torch.float32)
+            torch_trn.sync()
+        assert [o["op"] for o in t.ops] == ["aten::_log_softmax_backward_data"], [o["op"] for o in t.ops]
+        torch.testing.assert_close(got.cpu(), ref)
+        x = torch.randn(2, 12, 32, requires_grad=True)
+        xd = x.detach().to("neuron").requires_grad_()
+        for inp in (x, xd):
+            lp = torch.log_softmax(inp, -1).transpose(0, 1)
+            (lp * torch.arange(32.0).to(inp.device)).sum().backward()
+        torch.testing.assert_close(xd.grad.cpu(), x.grad)
+        print("ok")
+    """)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
+                         env={**os.environ, "NEURON_MODE": mode})
+    assert out.returncode == 0 and out.stdout.strip().endswith("ok"), out.stderr[-3000:]
