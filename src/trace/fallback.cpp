@@ -262,15 +262,26 @@ void RecordingFallback(const c10::OperatorHandle& orig_op, torch::jit::Stack* st
 
   if (executes) {
     // A structured op called functionally is recorded as its out= overload writing the fresh
-    // outputs (structured_ops.h), as its composite kernel would have recorded it; but only into
-    // contiguous outputs. The fresh geometry comes from the Meta kernel, in torch 2.14 often a
-    // Python decomposition whose strides differ from the C++ structured meta's, and an out=
-    // kernel trusts a correctly sized out's strides: _log_softmax_backward_data.out on a
-    // transposed gradient gets a transposed out from the decomposition and writes it as if
-    // contiguous (wrong values). A strided output is recorded functionally and copied into.
+    // outputs (structured_ops.h), as its composite kernel would have recorded it, when the two
+    // layouts agree. The fresh geometry comes from the Meta kernel, in torch 2.14 often a Python
+    // decomposition whose layout can differ from the C++ structured meta's, and an out= kernel
+    // trusts a correctly sized out's strides where its meta asked for contiguous or for a memory
+    // format (it copies through a proxy only where the meta named strides). So: contiguous
+    // outputs only (on a transposed gradient _log_softmax_backward_data's decomposition gives a
+    // transposed result), and no channels_last argument (the only way a C++ meta picks a memory
+    // format: replication_pad2d's decomposition gives such an input a contiguous result, the CPU
+    // kernel writes channels_last). Otherwise the call is recorded functionally and copied into.
     const c10::OperatorHandle* out_op = OutVariant(op);
     for (size_t i = 0; out_op != nullptr && i < nret; ++i) {
       out_op = fresh[i].isTensor() && fresh[i].toTensor().is_contiguous() ? out_op : nullptr;
+    }
+    for (size_t i = 0; out_op != nullptr && i < args.size(); ++i) {
+      runtime::ForEachTensor(args[i], [&](const at::Tensor& t) {
+        if (t.defined() && (t.dim() == 4 || t.dim() == 5) && !t.is_contiguous() &&
+            t.suggest_memory_format() != c10::MemoryFormat::Contiguous) {
+          out_op = nullptr;
+        }
+      });
     }
     std::vector<c10::IValue> private_args;
     private_args.reserve(args.size() + (out_op != nullptr ? nret : 0));

@@ -69,11 +69,12 @@ def test_structured_ops_record_one_op_each_as_their_out_overload():
 
 
 @pytest.mark.parametrize("mode", ["eager", "adaptive"])
-def test_structured_op_with_a_strided_meta_output_runs_functionally(mode):
+def test_structured_op_with_a_strided_result_or_channels_last_argument_runs_functionally(mode):
     # The Meta kernel of _log_softmax_backward_data (a Python decomposition in torch 2.14) gives a
     # transposed gradient's layout to its result; the CPU out= kernel trusts a correctly sized
     # out's strides and writes it as if contiguous. Such a call must be recorded functionally
-    # (and copied into the strided result), never as its out= overload: values as on the CPU.
+    # (and copied into the strided result), never as its out= overload, and so must a call with
+    # a channels_last argument, where the C++ meta picks a memory format: values as on the CPU.
     # CTC losses hit it in every backward (log_softmax over a time-major transpose).
     code = textwrap.dedent("""
         import torch, torch_trn
@@ -91,6 +92,11 @@ def test_structured_op_with_a_strided_meta_output_runs_functionally(mode):
             lp = torch.log_softmax(inp, -1).transpose(0, 1)
             (lp * torch.arange(32.0).to(inp.device)).sum().backward()
         torch.testing.assert_close(xd.grad.cpu(), x.grad)
+        # The other way round: replication_pad2d's decomposition gives a channels_last input a
+        # contiguous result, the CPU kernel writes channels_last.
+        c = torch.randn(2, 3, 8, 8).contiguous(memory_format=torch.channels_last)
+        pad = torch.nn.functional.pad(c.to("neuron"), (1, 1, 1, 1), mode="replicate")
+        torch.testing.assert_close(pad.cpu(), torch.nn.functional.pad(c, (1, 1, 1, 1), mode="replicate"))
         print("ok")
     """)
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
