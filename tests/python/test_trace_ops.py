@@ -1,7 +1,5 @@
 """torch_trn.trace_ops(): the recorded stream as data (the zoo's feature extraction reads it)."""
 import os
-import subprocess
-import textwrap
 import sys
 
 import pytest
@@ -10,7 +8,7 @@ import torch
 import torch_trn
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from helpers import line_of  # noqa: E402
+from helpers import line_of, run_python  # noqa: E402
 
 
 def test_trace_has_forward_and_backward_ops_with_shapes_and_lines():
@@ -76,7 +74,7 @@ def test_structured_op_with_a_strided_result_or_channels_last_argument_runs_func
     # (and copied into the strided result), never as its out= overload, and so must a call with
     # a channels_last argument, where the C++ meta picks a memory format: values as on the CPU.
     # CTC losses hit it in every backward (log_softmax over a time-major transpose).
-    code = textwrap.dedent("""
+    code = """
         import torch, torch_trn
         g = torch.randn(12, 2, 32).transpose(0, 1)
         y = torch.log_softmax(torch.randn(2, 12, 32), -1)
@@ -98,7 +96,6 @@ def test_structured_op_with_a_strided_result_or_channels_last_argument_runs_func
         pad = torch.nn.functional.pad(c.to("neuron"), (1, 1, 1, 1), mode="replicate")
         torch.testing.assert_close(pad.cpu(), torch.nn.functional.pad(c, (1, 1, 1, 1), mode="replicate"))
         print("ok")
-    """)
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
-                         env={**os.environ, "NEURON_MODE": mode})
+    """
+    out = run_python(code, env={"NEURON_MODE": mode})
     assert out.returncode == 0 and out.stdout.strip().endswith("ok"), out.stderr[-3000:]
