@@ -4,7 +4,8 @@
     python3 -m torch_trn.timeline trace.json -o trace.png   # and the lanes, drawn with matplotlib
 
 A profile comes from `with torch_trn.profile("trace.json"):` or NEURON_PROFILE=trace.json. Its
-lanes are threads: recording ("python", the autograd thread), "executor", "compile worker N"
+lanes are threads: recording ("python", the autograd thread), "executor" (running units, and
+planning each flushed segment into units first: "plan" events), "compile worker N"
 (adaptive mode's background compilers), "segment builder N" (compile mode's parallel builds).
 The summary answers the adaptive-mode questions: how long compiling took, how much of it ran
 while the executor was busy, how much was hidden (off the program's critical path: on a compile
@@ -145,6 +146,8 @@ def summarize(trace: Trace) -> dict:
         "compile_hidden_ms": hidden_us / 1e3,
         "hidden_share": hidden_us / compile_us if compile_us > 0 else 1.0,
         "execute_busy_ms": sum(e - b for b, e in busy) / 1e3,
+        # compile / adaptive mode: the executor's time cutting flushed segments into units
+        "plan_ms": sum(e.dur for e in trace.events if e.cat == "plan") / 1e3,
         "ops": ops,
         "steps": steps,
         "first_all_compiled_step": first_all,
@@ -166,7 +169,8 @@ def format_summary(s: dict) -> str:
     total_ops = sum(s["ops"].values()) or 1
     lines = [
         f"mode:                 {s['mode']}",
-        f"profiled wall time:   {s['wall_ms']:.1f} ms (executor busy {s['execute_busy_ms']:.1f} ms)",
+        f"profiled wall time:   {s['wall_ms']:.1f} ms (executor busy {s['execute_busy_ms']:.1f} ms, "
+        f"planning {s.get('plan_ms', 0.0):.1f} ms)",
         f"compiles:             {s['compiles']} (first builds {s['compiles_by_tier'][0]}, "
         f"tier-ups {s['compiles_by_tier'][1]}, failed {s['compile_failures']})",
         f"compile wall time:    {s['compile_ms']:.1f} ms: {100 * s['overlapped_share']:.1f}% of it overlapped "
@@ -188,7 +192,7 @@ def format_summary(s: dict) -> str:
 _COLOURS = {
     "compiled": "#2ca02c", "awaiting_compile": "#ffbf00", "compile_failed": "#d62728",
     "not_lowered": "#1f77b4", "op": "#9ecae1", "record": "#7f7f7f", "sync": "#e377c2",
-    "compile0": "#ff7f0e", "compile1": "#9467bd",
+    "compile0": "#ff7f0e", "compile1": "#9467bd", "plan": "#8c564b",
 }
 
 
@@ -211,8 +215,8 @@ def render(trace: Trace, png: str) -> None:
                 key = e.args.get("kind", "op")
             elif e.cat == "compile":
                 key = f"compile{int(e.args.get('tier', 0))}"
-            elif e.cat == "sync":
-                key = "sync"
+            elif e.cat in ("sync", "plan"):
+                key = e.cat
             else:
                 key = "record"
             bars.setdefault(key, []).append(((e.ts - t0) / 1e3, max(e.dur / 1e3, 0.01)))
@@ -226,7 +230,7 @@ def render(trace: Trace, png: str) -> None:
     ax.set_title(f"torch_trn overlap timeline (NEURON_MODE={trace.mode})")
     labels = {"compiled": "run compiled", "awaiting_compile": "op by op (compiling)",
               "compile_failed": "op by op (compile failed)", "not_lowered": "op by op (no lowering)",
-              "op": "op (eager)", "record": "record", "sync": "sync wait",
+              "op": "op (eager)", "record": "record", "sync": "sync wait", "plan": "plan a segment",
               "compile0": "compile, first build", "compile1": "compile, tier-up"}
     ax.legend(handles=[Patch(color=_COLOURS[k], label=v) for k, v in labels.items()],
               loc="upper center", bbox_to_anchor=(0.5, -0.25), ncol=5, fontsize=8)

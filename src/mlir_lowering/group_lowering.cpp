@@ -638,31 +638,27 @@ void GroupLowering::EmitExtern(const std::vector<View>& reads, const std::vector
                     absl::StrJoin(yield_types, ", "), "\n    } -> (", absl::StrJoin(out_types, ", "), ")\n"));
 }
 
-absl::StatusOr<LoweredGroup> GroupLowering::Finish(const EarlierRefs* earlier, const std::vector<bool>* live) {
+absl::StatusOr<LoweredGroup> GroupLowering::Finish(const LiveAfter* live_after, const std::vector<bool>* live) {
   LoweredGroup g;
   std::vector<std::string> results, result_types;
   absl::flat_hash_set<std::string> returned;
-  // A storage is live when something besides this group's records and earlier unfinished work
-  // references it: a user's tensor, autograd, or a later op.
+  // A storage is live when something reads it after this group: a user's tensor, autograd, or a
+  // later op (LiveAfter).
   std::vector<bool> live_buffers(buffers_.size());
-  auto decide = [&](const std::function<int64_t(const c10::StorageImpl*)>& held_earlier) {
-    for (size_t i = 0; i < buffers_.size(); ++i) {
-      const Buffer& b = buffers_[i];
-      const int64_t refs = static_cast<int64_t>(c10::raw::intrusive_ptr::use_count(b.storage));
-      live_buffers[i] = refs - held_earlier(b.storage) > static_cast<int64_t>(b.impls.size());
-    }
-  };
   if (live != nullptr) {
     if (live->size() != buffers_.size()) {
       return absl::InternalError(absl::StrCat("the replayed group has ", buffers_.size(), " buffers, its plan ",
                                               live->size()));
     }
     live_buffers = *live;
-  } else if (earlier != nullptr && earlier->mu != nullptr) {
-    absl::MutexLock lock(earlier->mu);
-    decide(earlier->count);
   } else {
-    decide([](const c10::StorageImpl*) { return int64_t{0}; });
+    for (size_t i = 0; i < buffers_.size(); ++i) {
+      const Buffer& b = buffers_[i];
+      live_buffers[i] = live_after != nullptr
+                            ? (*live_after)(b.storage)
+                            : static_cast<int64_t>(c10::raw::intrusive_ptr::use_count(b.storage)) >
+                                  static_cast<int64_t>(b.impls.size());
+    }
   }
   g.live_buffers = live_buffers;
   for (Buffer& b : buffers_) {

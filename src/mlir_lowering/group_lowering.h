@@ -38,20 +38,16 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "absl/synchronization/mutex.h"
 #include "mlir_lowering/mlir_text.h"
 #include "runtime/op_record.h"
 
 namespace trn::mlir_lowering {
 
-// Storage references held by *earlier* stream work that has not finished yet (units queued on
-// or running in the executor). They are not future readers, so they must not make a write an
-// output; without subtracting them, liveness (and so the group key) would depend on how far
-// the executor has got: keys would change with timing and the cache would miss.
-struct EarlierRefs {
-  absl::Mutex* mu = nullptr;  // held while the counts and the storages' use counts are read
-  std::function<int64_t(const c10::StorageImpl*)> count;  // called with *mu held
-};
+// Whether a group's write to `storage` is read after the group (a user's tensor, autograd, a
+// later op): then the write is an output, else an internal temporary. The stream decides it for
+// each flush from the references at the flush (scheduler/segment_refs.h), so the answer, and the
+// group key, never depends on when the group is planned or how far the executor has got.
+using LiveAfter = std::function<bool(const c10::StorageImpl* storage)>;
 
 struct TensorGeometry {
   std::vector<int64_t> sizes;
@@ -200,10 +196,11 @@ class GroupLowering {
     return 2 * static_cast<int64_t>(input_tensors_.size()) >= kMaxInputs || 2 * writes_ >= kMaxWrites;
   }
   // Decides outputs and temporaries (see the file comment) and returns the module (emitting) or
-  // the plan alone. `earlier`: references held by earlier stream work (see EarlierRefs); null:
-  // none. `live`: the liveness of each buffer decided by an earlier plan of the same records
-  // (LoweredGroup::live_buffers), used instead of use counts; its size must match.
-  absl::StatusOr<LoweredGroup> Finish(const EarlierRefs* earlier = nullptr, const std::vector<bool>* live = nullptr);
+  // the plan alone. `live_after`: see LiveAfter; null: a buffer is live when its use count
+  // exceeds the group's own tensors of it (no other queued work). `live`: the liveness of each
+  // buffer decided by an earlier plan of the same records (LoweredGroup::live_buffers), used
+  // instead; its size must match.
+  absl::StatusOr<LoweredGroup> Finish(const LiveAfter* live_after = nullptr, const std::vector<bool>* live = nullptr);
 
   // ---- API for op lowerings ----
   const runtime::OpRecord& current() const { return *ops_.back(); }

@@ -96,7 +96,7 @@ absl::StatusOr<std::string> GroupReplay::EmitLocked() const {
                                               " was accepted when planned but not when emitted: ", s.message()));
     }
   }
-  absl::StatusOr<LoweredGroup> group = lowering.Finish(/*earlier=*/nullptr, &live_);
+  absl::StatusOr<LoweredGroup> group = lowering.Finish(/*live_after=*/nullptr, &live_);
   if (!group.ok()) {
     return absl::InternalError(absl::StrCat("replaying the planned group: ", group.status().message()));
   }

@@ -27,13 +27,9 @@ void CodeSlot::Fail(absl::Status status) {
   }
 }
 
-absl::StatusOr<CodeSlot::Code> CodeSlot::Await() const {
+bool CodeSlot::AwaitFor(absl::Duration timeout) const {
   absl::MutexLock lock(&mu_);
-  mu_.Await(absl::Condition(this, &CodeSlot::Settled));
-  if (code_ != nullptr) {
-    return code_;
-  }
-  return failure_;
+  return mu_.AwaitWithTimeout(absl::Condition(this, &CodeSlot::Settled), timeout);
 }
 
 int64_t CodeSlot::bytes() const {

@@ -38,8 +38,8 @@ class CodeSlot {
   void Publish(Code code, int tier);
   // Records a failure. A failed tier-up keeps the lower tier's code (the slot stays usable).
   void Fail(absl::Status status);
-  // Blocks until the slot has code or a failure; returns it.
-  absl::StatusOr<Code> Await() const;
+  // Blocks until the slot has code or a failure, for at most `timeout`; whether it has.
+  bool AwaitFor(absl::Duration timeout) const;
   // Object-code bytes of the current code (0 while empty); settled: code or failure present.
   int64_t bytes() const;
   bool settled() const;

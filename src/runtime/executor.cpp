@@ -2,7 +2,6 @@
 
 #include "runtime/device_model.h"
 
-#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "runtime/host_view.h"
 #include "runtime/blocking.h"
@@ -65,6 +64,8 @@ namespace {
 constexpr std::chrono::microseconds kSpinBeforeSleep{50};
 // How long the executor waits for new work before it releases finished units itself (Loop).
 constexpr absl::Duration kQuietBeforeRelease = absl::Milliseconds(2);
+// While it waits for a unit's build, the executor plans the segments queued behind it this often.
+constexpr absl::Duration kPlanAheadEvery = absl::Milliseconds(1);
 
 }  // namespace
 
@@ -72,93 +73,7 @@ Executor::Executor(ExecutorOptions options, Stats* stats)
     : options_(options),
       stats_(stats),
       kernel_pool_(std::make_unique<KernelPool>(static_cast<int>(options.kernel_helpers), stats)),
-      thread_([this] { Loop(); }) {
-  earlier_refs_.mu = &refs_mu_;
-  earlier_refs_.count = [this](const c10::StorageImpl* s) ABSL_NO_THREAD_SAFETY_ANALYSIS {
-    auto it = in_flight_refs_.find(s);
-    return it == in_flight_refs_.end() ? int64_t{0} : it->second;
-  };
-}
-
-void Executor::ForEachDeviceTensor(const OpRecord& record, const std::function<void(const at::Tensor&)>& fn) {
-  auto note = [&](const at::Tensor& t) {
-    if (t.defined() && t.has_storage() && IsDeviceTensor(t)) {
-      fn(t);
-    }
-  };
-  for (const c10::IValue& v : record.args) ForEachTensor(v, note);
-  for (const c10::IValue& v : record.outputs) ForEachTensor(v, note);
-}
-
-void Executor::ForEachDeviceTensor(const ExecUnit& unit, const std::function<void(const at::Tensor&)>& fn) {
-  for (const OpRecord& r : unit.ops) ForEachDeviceTensor(r, fn);
-  if (unit.compiled.has_value()) {
-    auto note = [&](const at::Tensor& t) {
-      if (t.defined() && t.has_storage() && IsDeviceTensor(t)) fn(t);
-    };
-    for (const at::Tensor& t : unit.compiled->inputs) note(t);
-    for (const OutputBuffer& o : unit.compiled->outputs) note(o.tensor);
-  }
-}
-
-void Executor::HoldRefs(ExecUnit& unit) {
-  if (!options_.track_refs) {
-    return;
-  }
-  // Distinct (storage, tensor) pairs, counted per storage: sorted in a reused vector. (A hash set
-  // per storage of every unit cost ~7 % of the demo's adaptive flush time in allocations.)
-  thread_local std::vector<std::pair<const c10::StorageImpl*, const c10::TensorImpl*>> pairs;
-  pairs.clear();
-  ForEachDeviceTensor(unit, [&](const at::Tensor& t) {
-    pairs.emplace_back(t.storage().unsafeGetStorageImpl(), t.unsafeGetTensorImpl());
-  });
-  std::sort(pairs.begin(), pairs.end());
-  pairs.erase(std::unique(pairs.begin(), pairs.end()), pairs.end());
-  for (size_t i = 0; i < pairs.size();) {
-    size_t j = i;
-    while (j < pairs.size() && pairs[j].first == pairs[i].first) ++j;
-    unit.held_refs.emplace_back(pairs[i].first, static_cast<int64_t>(j - i));
-    i = j;
-  }
-  absl::MutexLock lock(&refs_mu_);
-  for (const auto& [storage, n] : unit.held_refs) {
-    in_flight_refs_[storage] += n;
-  }
-}
-
-std::vector<std::pair<size_t, c10::StorageImpl*>> Executor::PlanEarlyRelease(const std::vector<OpRecord>& records) {
-  std::vector<std::pair<size_t, c10::StorageImpl*>> out;
-  if (!options_.track_refs) {
-    return out;
-  }
-  struct Use {
-    int64_t impls = 0;  // distinct tensors over all of `records`
-    size_t last = 0;    // the last record that references it
-  };
-  absl::flat_hash_map<c10::StorageImpl*, Use> uses;
-  absl::flat_hash_set<const c10::TensorImpl*> seen;
-  for (size_t i = 0; i < records.size(); ++i) {
-    ForEachDeviceTensor(records[i], [&](const at::Tensor& t) {
-      Use& u = uses[t.storage().unsafeGetStorageImpl()];
-      u.impls += seen.insert(t.unsafeGetTensorImpl()).second ? 1 : 0;
-      u.last = i;
-    });
-  }
-  // As in GroupLowering::Finish: every reference besides these records' tensors and earlier
-  // unreleased units' is a possible later reader. Read under refs_mu_, where earlier units drop
-  // their tensors together with their counts.
-  absl::MutexLock lock(&refs_mu_);
-  for (const auto& [storage, use] : uses) {
-    const int64_t refs = static_cast<int64_t>(c10::raw::intrusive_ptr::use_count(storage));
-    auto it = in_flight_refs_.find(storage);
-    const int64_t earlier = it == in_flight_refs_.end() ? 0 : it->second;
-    if (refs - earlier == use.impls && storage->nbytes() > 0) {
-      out.emplace_back(use.last, storage);
-    }
-  }
-  std::sort(out.begin(), out.end());
-  return out;
-}
+      thread_([this] { Loop(); }) {}
 
 void Executor::ReleaseEarly(ExecUnit& unit) {
   for (c10::StorageImpl* storage : unit.release_after) {
@@ -167,21 +82,6 @@ void Executor::ReleaseEarly(ExecUnit& unit) {
     stats_->CountReleasedEarly(bytes);
   }
   unit.release_after.clear();
-}
-
-void Executor::ReleaseUnit(ExecUnit& unit) {
-  // Drop the snapshots (storage references) before reporting completion; with the counts, under
-  // refs_mu_ (see EarlierRefs).
-  absl::MutexLock lock(&refs_mu_);
-  for (const auto& [storage, n] : unit.held_refs) {
-    auto it = in_flight_refs_.find(storage);
-    if (it != in_flight_refs_.end() && (it->second -= n) <= 0) {
-      in_flight_refs_.erase(it);
-    }
-  }
-  unit.held_refs.clear();
-  unit.ops.clear();
-  unit.compiled.reset();
 }
 
 Executor::~Executor() {
@@ -211,7 +111,6 @@ void Executor::Enqueue(ExecUnit unit, int64_t n) {
 void Executor::Submit(ExecUnit unit) {
   const int64_t n = static_cast<int64_t>(unit.ops.size());
   ReleaseFinished(kReleaseBatch);
-  HoldRefs(unit);
   {
     absl::MutexLock lock(&mu_);
     if (HasRoom()) {
@@ -292,32 +191,79 @@ void Executor::Loop() {
         ReleaseFinished(0);
       }
     }
+    bool plan_front = false;
     {
       absl::MutexLock lock(&mu_);
       mu_.Await(absl::Condition(this, &Executor::HasWork));
       if (queue_.empty()) {
         return;  // stop_ and drained
       }
-      unit.emplace(std::move(queue_.front()));
-      queue_.pop_front();
-      queued_units_.fetch_sub(1, std::memory_order_release);
-      // running_ is set in the same critical section as the pop: Wait() must never see an
-      // empty queue and nothing running while a unit is in hand.
-      const OpRecord& first = unit->ops.front();
-      running_ = ExecutedOp{first.op, first.source, first.seq, false, unit->key,
-                            static_cast<int64_t>(unit->ops.size()), false};
-      running_batch_ = unit->batch;
-      poisoned = !first_error_.ok();
+      plan_front = static_cast<bool>(queue_.front().plan);
+      if (!plan_front) {
+        unit.emplace(std::move(queue_.front()));
+        queue_.pop_front();
+        queued_units_.fetch_sub(1, std::memory_order_release);
+        // running_ is set in the same critical section as the pop: Wait() must never see an
+        // empty queue and nothing running while a unit is in hand.
+        const OpRecord& first = unit->ops.front();
+        running_ = ExecutedOp{first.op, first.source, first.seq, false, unit->key,
+                              static_cast<int64_t>(unit->ops.size()), false};
+        running_batch_ = unit->batch;
+        poisoned = !first_error_.ok();
+      }
+    }
+    if (plan_front) {
+      PlanQueuedSegment();  // the segment's units take its place at the front
+      continue;
     }
     RunUnit(*unit, poisoned);
     absl::MutexLock lock(&mu_);
-    // track_refs: released by ReleaseRetired, at a point of the stream. Otherwise by the
-    // recording thread (Submit, Wait), or by this thread once it is quiet: see ReleaseFinished.
+    // retain_finished: taken by the stream (TakeRetired), at a point of the stream. Otherwise
+    // released by the recording thread (Submit, Wait), or by this thread once it is quiet: see
+    // ReleaseFinished.
     retired_.push_back(std::move(*unit));
-    if (!options_.track_refs) finished_units_.fetch_add(1, std::memory_order_release);
+    if (!options_.retain_finished) finished_units_.fetch_add(1, std::memory_order_release);
     running_.reset();
     unfinished_units_.fetch_sub(1, std::memory_order_release);
   }
+}
+
+bool Executor::PlanQueuedSegment() {
+  std::function<std::vector<ExecUnit>(std::vector<OpRecord>)> plan;
+  std::vector<OpRecord> ops;
+  uint64_t batch = 0;
+  bool poisoned = false;
+  size_t index = 0;
+  {
+    absl::MutexLock lock(&mu_);
+    while (index < queue_.size() && !queue_[index].plan) ++index;
+    if (index == queue_.size()) {
+      return false;
+    }
+    // The unit stays queued while it is planned (its ops counted, Wait() sees work); only this
+    // thread pops or plans, so `index` still names it afterwards.
+    ExecUnit& queued = queue_[index];
+    plan = std::move(queued.plan);
+    queued.plan = nullptr;
+    ops = std::move(queued.ops);
+    batch = queued.batch;
+    poisoned = !first_error_.ok();
+  }
+  std::vector<ExecUnit> units;
+  if (poisoned) {  // skipped anyway: not worth planning
+    units.emplace_back().ops = std::move(ops);
+  } else {
+    units = plan(std::move(ops));
+  }
+  for (ExecUnit& u : units) u.batch = batch;
+  const int64_t added = static_cast<int64_t>(units.size()) - 1;
+  absl::MutexLock lock(&mu_);
+  queue_.erase(queue_.begin() + static_cast<std::ptrdiff_t>(index));
+  queue_.insert(queue_.begin() + static_cast<std::ptrdiff_t>(index), std::make_move_iterator(units.begin()),
+                std::make_move_iterator(units.end()));
+  queued_units_.fetch_add(added, std::memory_order_release);
+  unfinished_units_.fetch_add(added, std::memory_order_release);
+  return true;
 }
 
 namespace {
@@ -352,8 +298,13 @@ void Executor::RunUnit(ExecUnit& unit, bool poisoned) {
   const int64_t n = static_cast<int64_t>(unit.ops.size());
   if (unit.compiled.has_value() && unit.compiled->code == nullptr && unit.slot != nullptr) {
     if (unit.await_code && !poisoned) {  // compile mode: its build is running on the segment builders
-      absl::StatusOr<CodeSlot::Code> code = unit.slot->Await();
-      if (code.ok()) unit.compiled->code = *code;  // else (a failed build) the ops run one by one
+      // Meanwhile plan the segments queued behind this unit, so their new groups build too (the
+      // builders build in parallel) instead of one flush's builds after another's.
+      while (!unit.slot->AwaitFor(kPlanAheadEvery)) {
+        while (PlanQueuedSegment()) {
+        }
+      }
+      unit.compiled->code = unit.slot->code();  // null after a failed build: the ops run one by one
     } else {
       unit.compiled->code = unit.slot->code();  // adaptive: whatever is ready now, never waiting
     }
@@ -395,13 +346,13 @@ void Executor::RunUnit(ExecUnit& unit, bool poisoned) {
     event.end_us = profiler::NowUs();
     profiler::Add(std::move(event));
   }
-  if (options_.track_refs) {
+  if (options_.retain_finished) {
     ReleaseEarly(unit);
   }
 }
 
 void Executor::ReleaseFinished(size_t at_least) {
-  if (options_.track_refs) {
+  if (options_.retain_finished) {
     return;
   }
   if (finished_units_.load(std::memory_order_acquire) < static_cast<int64_t>(std::max<size_t>(at_least, 1))) {
@@ -413,9 +364,7 @@ void Executor::ReleaseFinished(size_t at_least) {
     released.swap(retired_);
     finished_units_.store(0, std::memory_order_release);
   }
-  for (ExecUnit& unit : released) {
-    ReleaseUnit(unit);
-  }
+  released.clear();  // (here, not under mu_: destroying the records frees their tensors)
 }
 
 void Executor::WaitFinishedThrough(uint64_t batch) {
@@ -427,19 +376,15 @@ void Executor::WaitFinishedThrough(uint64_t batch) {
   }
 }
 
-void Executor::ReleaseRetired(uint64_t batch) {
+std::deque<ExecUnit> Executor::TakeRetired(uint64_t batch) {
   WaitFinishedThrough(batch);  // (units run in submission order: they stay finished)
-  std::deque<ExecUnit> released;
-  {
-    absl::MutexLock lock(&mu_);
-    while (!retired_.empty() && retired_.front().batch <= batch) {
-      released.push_back(std::move(retired_.front()));
-      retired_.pop_front();
-    }
+  std::deque<ExecUnit> taken;
+  absl::MutexLock lock(&mu_);
+  while (!retired_.empty() && retired_.front().batch <= batch) {
+    taken.push_back(std::move(retired_.front()));
+    retired_.pop_front();
   }
-  for (ExecUnit& unit : released) {
-    ReleaseUnit(unit);
-  }
+  return taken;
 }
 
 void Executor::RunCompiled(ExecUnit& unit) {

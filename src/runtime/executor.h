@@ -6,8 +6,8 @@
 // submitted after a failed op are skipped until that Wait() reports the failure, since their
 // inputs may be garbage. Like CUDA's asynchronous errors, but recoverable.
 //
-// Thread-safe: Submit, Wait, LastOps, CurrentOp, ReleaseRetired and PlanEarlyRelease may be
-// called from any thread. Submit blocks while `max_pending` ops are queued (backpressure keeps
+// Thread-safe: Submit, Wait, LastOps, CurrentOp, TakeRetired and WaitFinishedThrough may be
+// called from any thread. A unit's `plan` runs on the executor thread. Submit blocks while `max_pending` ops are queued (backpressure keeps
 // memory bounded).
 #pragma once
 
@@ -24,8 +24,6 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
-#include "absl/container/flat_hash_map.h"
-#include "mlir_lowering/group_lowering.h"
 #include "runtime/code_cache.h"
 #include "runtime/compiled_run.h"
 #include "runtime/group_bench.h"
@@ -57,6 +55,10 @@ struct ExecutedOp {
 //    already or taken from `slot` when the unit runs. No code then (adaptive: still compiling;
 //    or the compile failed) means the ops run one by one. The executor never waits for a slot.
 //  - `unlowered`: ops the grouper could not put in a group (no lowering): op by op.
+//  - a flushed segment not planned yet (`plan` set): the executor thread calls `plan` with the
+//    segment's records when the unit reaches the front of the queue (or earlier, while it waits
+//    for a build) and queues the units it returns in its place (compile and adaptive mode plan
+//    here, not on the recording thread).
 struct ExecUnit {
   std::vector<OpRecord> ops;
   std::optional<CompiledUnit> compiled;
@@ -66,20 +68,21 @@ struct ExecUnit {
   bool await_code = false;
   std::string key;  // hex group key ("" outside groups)
   bool unlowered = false;
-  // Filled by Submit when tracking references: (storage, distinct TensorImpls of this unit).
-  std::vector<std::pair<const c10::StorageImpl*, int64_t>> held_refs;
-  uint64_t batch = 0;  // the flush that submitted the unit (grouping modes; see ReleaseRetired)
+  uint64_t batch = 0;  // the flush that submitted the unit (grouping modes; see TakeRetired)
   // Storages nothing reads after this unit: their memory is freed once it has run, long before
-  // the unit itself is released (Executor::PlanEarlyRelease). Kept alive by the unit's tensors.
+  // the unit itself is released (the stream decides them: scheduler/segment_refs.h). Kept alive
+  // by the unit's tensors.
   std::vector<c10::StorageImpl*> release_after;
+  // A segment to plan (see above); called once, on the executor thread.
+  std::function<std::vector<ExecUnit>(std::vector<OpRecord> records)> plan;
 };
 
 struct ExecutorOptions {
   int64_t max_pending = 4096;
   int64_t last_ops_capacity = 256;
-  // Count the storage references held by submitted, unfinished units (grouping modes need
-  // them to decide liveness independently of the executor's progress: EarlierRefs).
-  bool track_refs = false;
+  // Keep finished units (so their tensors' storage use counts) until the stream takes them
+  // (TakeRetired), at points of the stream (grouping modes); else release them as below.
+  bool retain_finished = false;
   // OpenMP threads of the kernels the executor runs (0: leave the default).
   int64_t kernel_threads = 0;
   // NEURON_BENCH_GROUPS: run every compiled group op by op too, timed (group_bench.h).
@@ -110,27 +113,15 @@ class Executor {
   std::vector<ExecutedOp> LastOps(size_t n) const;
   // The op executing right now, if any.
   std::optional<ExecutedOp> CurrentOp() const;
-  // References held by submitted, unreleased units (options.track_refs), for
-  // GroupLowering::Finish. Valid as long as the executor lives.
-  const mlir_lowering::EarlierRefs* earlier_refs() const { return &earlier_refs_; }
-  // With options.track_refs, a finished unit keeps its tensors (so its storages' use counts)
-  // until released here: every unit of batch <= `batch` (waiting for them to finish first).
-  // The recording side calls this at deterministic points of the stream (flushes, syncs), so
-  // storage use counts seen by the program, e.g. by autograd when it decides whether to
-  // accumulate a gradient in place, never depend on how far the executor has got.
-  void ReleaseRetired(uint64_t batch);
-  // Waits until every unit of batch <= `batch` finished (what ReleaseRetired waits for first),
-  // so a caller can time the wait apart from the release.
+  // With options.retain_finished, a finished unit keeps its tensors (so its storages' use counts)
+  // until taken here: every unit of batch <= `batch` (waiting for them to finish first), for the
+  // caller to destroy. The stream takes them at deterministic points (flushes, syncs), so storage
+  // use counts seen by the program, e.g. by autograd when it decides whether to accumulate a
+  // gradient in place, never depend on how far the executor has got.
+  std::deque<ExecUnit> TakeRetired(uint64_t batch);
+  // Waits until every unit of batch <= `batch` finished (what TakeRetired waits for first), so a
+  // caller can time the wait apart from the release.
   void WaitFinishedThrough(uint64_t batch);
-  // With options.track_refs, for the records of one flush (in stream order, none submitted
-  // yet): a storage that only these records and earlier unreleased units reference (no user
-  // tensor, no autograd, no later record) can never be read after the last record that uses
-  // it, so the unit holding that record gets it in `release_after`. Returns (index of that
-  // record, storage), by index. Without this, a compile-mode segment (up to
-  // NEURON_MAX_PENDING_OPS ops) kept every intermediate result until the flush two flushes
-  // later: timm/resnetv2_152x4_bit's training step then outgrew 24 GiB, where eager needs ~17 GB.
-  // Only the memory goes: the storages (so their use counts) live until ReleaseRetired.
-  std::vector<std::pair<size_t, c10::StorageImpl*>> PlanEarlyRelease(const std::vector<OpRecord>& records);
   // options.bench_groups: each compiled group's time compiled and op by op (group_bench.h).
   std::vector<GroupBenchRow> GroupBenchRows() const { return group_bench_.Rows(); }
 
@@ -138,6 +129,9 @@ class Executor {
   void Loop();
   // Runs `unit` (the executor thread); records completed ops and the first error.
   void RunUnit(ExecUnit& unit, bool poisoned);
+  // Replaces the first queued segment (a unit with `plan`) by the units its plan makes of its
+  // records; false when none is queued. The executor thread only.
+  bool PlanQueuedSegment();
   void RunCompiled(ExecUnit& unit);
   void RunOpByOp(ExecUnit& unit, bool poisoned, bool profile);
   void Finish(const OpRecord& op, absl::Status status, bool poisoned, const ExecUnit& unit, bool compiled);
@@ -154,16 +148,9 @@ class Executor {
     return !(running_.has_value() && running_batch_ <= b) && (queue_.empty() || queue_.front().batch > b);
   }
 
-  // Unit reference accounting (track_refs). A unit's references are released under refs_mu_
-  // together with its count, so a reader sees use counts and counts consistently.
-  void HoldRefs(ExecUnit& unit);
-  // The device tensors a unit references (records' arguments and outputs, compiled buffers).
-  static void ForEachDeviceTensor(const ExecUnit& unit, const std::function<void(const at::Tensor&)>& fn);
-  static void ForEachDeviceTensor(const OpRecord& record, const std::function<void(const at::Tensor&)>& fn);
   // Frees the memory of `unit.release_after` (the executor thread, after the unit ran).
   void ReleaseEarly(ExecUnit& unit);
-  void ReleaseUnit(ExecUnit& unit);
-  // Without track_refs: releases the finished units (their records' tensors, snapshots and
+  // Without retain_finished: releases the finished units (their records' tensors, snapshots and
   // vectors) when at least `at_least` are waiting. The recording thread calls it every
   // kReleaseBatch submits and at Wait, the executor when no work came for kQuietBeforeRelease. Most
   // of what a unit frees was allocated by the recording thread; freed on the executor, malloc's
@@ -175,9 +162,6 @@ class Executor {
   Stats* const stats_;
   GroupBench group_bench_;
   std::unique_ptr<KernelPool> kernel_pool_;  // created before the executor thread starts
-  mutable absl::Mutex refs_mu_ ABSL_ACQUIRED_AFTER(mu_);
-  absl::flat_hash_map<const c10::StorageImpl*, int64_t> in_flight_refs_ ABSL_GUARDED_BY(refs_mu_);
-  mlir_lowering::EarlierRefs earlier_refs_;
   mutable absl::Mutex mu_;
   std::deque<ExecUnit> queue_ ABSL_GUARDED_BY(mu_);
   int64_t queued_ops_ ABSL_GUARDED_BY(mu_) = 0;
@@ -187,7 +171,7 @@ class Executor {
   // ~100 µs on a virtual machine's idle core; threads.h).
   std::atomic<int64_t> queued_units_{0};
   std::atomic<int64_t> unfinished_units_{0};
-  std::atomic<int64_t> finished_units_{0};  // retired_.size() without track_refs
+  std::atomic<int64_t> finished_units_{0};  // retired_.size() without retain_finished
   std::optional<ExecutedOp> running_ ABSL_GUARDED_BY(mu_);
   uint64_t running_batch_ ABSL_GUARDED_BY(mu_) = 0;
   std::deque<ExecUnit> retired_ ABSL_GUARDED_BY(mu_);  // finished, not yet released

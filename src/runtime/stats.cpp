@@ -11,6 +11,7 @@ const char* HostTimeName(HostTime t) {
   switch (t) {
     case HostTime::kRecord: return "record";
     case HostTime::kFlush: return "flush";
+    case HostTime::kPlan: return "plan";
     case HostTime::kExecCompiled: return "exec_compiled";
     case HostTime::kExecOpByOp: return "exec_op_by_op";
     case HostTime::kSyncWait: return "sync_wait";

@@ -20,7 +20,9 @@ namespace trn::runtime {
 // bench/steady.py). Cheap enough to be always on: one clock read per phase boundary.
 enum class HostTime : int {
   kRecord,        // recording an op (fallback entry to return), flushes it triggers excluded
-  kFlush,         // cutting, planning and submitting a pending segment (from a sync or a record)
+  kFlush,         // handing a pending segment to the executor (from a sync or a record): one walk
+                  // over its records (scheduler/segment_refs.h), and releasing older units
+  kPlan,          // executor: cutting a flushed segment into units, finding or starting their code
   kExecCompiled,  // executor: compiled groups (the ops they cover)
   kExecOpByOp,    // executor: ops run one by one (eager ops, unlowered ops, groups without code)
   kSyncWait,      // waiting for the executor: a sync point after its flush, or a flush for the

@@ -15,8 +15,8 @@ using mlir_lowering::GroupLowering;
 class Cutter {
  public:
   Cutter(const std::vector<runtime::OpRecord>& records, int64_t max_ops, runtime::Stats* stats,
-         const mlir_lowering::EarlierRefs* earlier)
-      : records_(records), policy_(CutPolicy::UpTo(max_ops)), stats_(stats), earlier_(earlier) {}
+         const SegmentRefs* refs)
+      : records_(records), policy_(CutPolicy::UpTo(max_ops)), stats_(stats), refs_(refs) {}
 
   std::vector<CutUnit> Run(size_t begin) {
     for (size_t i = begin; i < records_.size() && !closed_; ++i) {
@@ -105,7 +105,10 @@ class Cutter {
     unit.len = static_cast<int64_t>(end - start_);
     unit.why = why;
     if (why == CloseReason::kAddFailed) unit.failed_value_args = failed_value_args_;
-    absl::StatusOr<mlir_lowering::LoweredGroup> lowered = group_->Finish(earlier_);
+    const mlir_lowering::LiveAfter live_after = [this, end](const c10::StorageImpl* s) {
+      return refs_->LiveAfter(s, end);
+    };
+    absl::StatusOr<mlir_lowering::LoweredGroup> lowered = group_->Finish(refs_ != nullptr ? &live_after : nullptr);
     group_.reset();
     if (lowered.ok()) {
       unit.lowered = std::move(*lowered);
@@ -133,7 +136,7 @@ class Cutter {
   const std::vector<runtime::OpRecord>& records_;
   const CutPolicy policy_;
   runtime::Stats* stats_;
-  const mlir_lowering::EarlierRefs* earlier_;
+  const SegmentRefs* refs_;
   std::unique_ptr<GroupLowering> group_;
   size_t start_ = 0;
   bool cut_ = false;
@@ -146,8 +149,8 @@ class Cutter {
 }  // namespace
 
 std::vector<CutUnit> CutNext(const std::vector<runtime::OpRecord>& records, size_t begin, int64_t max_group_ops,
-                             runtime::Stats* stats, const mlir_lowering::EarlierRefs* earlier) {
-  return Cutter(records, max_group_ops, stats, earlier).Run(begin);
+                             runtime::Stats* stats, const SegmentRefs* refs) {
+  return Cutter(records, max_group_ops, stats, refs).Run(begin);
 }
 
 }  // namespace trn::scheduler

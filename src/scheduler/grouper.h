@@ -25,6 +25,7 @@
 #include "mlir_lowering/group_lowering.h"
 #include "runtime/op_record.h"
 #include "runtime/stats.h"
+#include "scheduler/segment_refs.h"
 
 namespace trn::scheduler {
 
@@ -52,9 +53,9 @@ struct CutUnit {
 };
 
 // Cuts `records` from `begin` until a group closes (or the records end): the op-by-op units
-// before that group, the group, and the op after it when that op runs op by op. `earlier`:
-// references held by work submitted before (see EarlierRefs); may be null.
+// before that group, the group, and the op after it when that op runs op by op. `refs`: what the
+// flush decided about the records' storages (liveness); null: use counts alone decide.
 std::vector<CutUnit> CutNext(const std::vector<runtime::OpRecord>& records, size_t begin, int64_t max_group_ops,
-                             runtime::Stats* stats, const mlir_lowering::EarlierRefs* earlier = nullptr);
+                             runtime::Stats* stats, const SegmentRefs* refs = nullptr);
 
 }  // namespace trn::scheduler

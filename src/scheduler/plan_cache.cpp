@@ -106,11 +106,6 @@ void GroupHasher::HashTensor(const at::Tensor& t, std::vector<uint64_t>* w) {
     auto [it, inserted] = buffer_ids_.try_emplace(s, static_cast<int>(storages_.size()));
     if (inserted) {
       storages_.push_back(s);
-      impls_.push_back(0);
-    }
-    if (seen_impls_.insert(t.unsafeGetTensorImpl()).second) {
-      ++impls_[it->second];
-      last_op_new_impls_.push_back(it->second);
     }
     w->push_back(kDevice);
     w->push_back(static_cast<uint64_t>(it->second));
@@ -197,7 +192,7 @@ void GroupHasher::HashValue(const c10::IValue& v, bool scalar_arg, std::vector<u
 
 Hash128 GroupHasher::Add() {
   const runtime::OpRecord& r = records_[next_];
-  last_op_new_impls_.clear();
+  buffers_before_last_ = storages_.size();
   words_.clear();
   words_.push_back(prefix_.lo);
   words_.push_back(prefix_.hi);
@@ -227,23 +222,6 @@ Hash128 GroupHasher::End() const {
   const uint64_t w[3] = {prefix_.lo, prefix_.hi, kEnd};
   const XXH128_hash_t h = XXH3_128bits(w, sizeof w);
   return Hash128{h.low64, h.high64};
-}
-
-std::vector<std::pair<c10::StorageImpl*, int64_t>> GroupHasher::Buffers(int64_t group_ops) const {
-  std::vector<std::pair<c10::StorageImpl*, int64_t>> out;
-  out.reserve(storages_.size());
-  for (size_t i = 0; i < storages_.size(); ++i) {
-    out.emplace_back(storages_[i], impls_[i]);
-  }
-  if (group_ops < ops()) {  // leave out what the op after the group added
-    for (int b : last_op_new_impls_) {
-      --out[static_cast<size_t>(b)].second;
-    }
-    while (!out.empty() && out.back().second == 0) {
-      out.pop_back();  // buffers that only the op after the group touches (numbered last)
-    }
-  }
-  return out;
 }
 
 std::vector<Guard> GuardsOf(const std::vector<runtime::OpRecord>& records, size_t begin,

@@ -31,7 +31,6 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
-#include "absl/container/flat_hash_set.h"
 #include "mlir_lowering/group_lowering.h"
 #include "runtime/compiled_run.h"
 #include "runtime/op_record.h"
@@ -78,9 +77,12 @@ class GroupHasher {
   int64_t ops() const { return static_cast<int64_t>(next_ - begin_); }
   bool at_end() const { return next_ >= records_.size(); }
 
-  // The group is the first `group_ops` ops hashed (all of them, or all but the last).
-  // Storages by buffer number (first appearance), and each buffer's distinct tensors in it.
-  std::vector<std::pair<c10::StorageImpl*, int64_t>> Buffers(int64_t group_ops) const;
+  // The group is the first `group_ops` ops hashed (all of them, or all but the last): its
+  // storages by buffer number (first appearance).
+  const c10::StorageImpl* const* Buffers(int64_t group_ops, size_t* count) const {
+    *count = group_ops < ops() ? buffers_before_last_ : storages_.size();
+    return storages_.data();
+  }
 
  private:
   void HashValue(const c10::IValue& v, bool scalar_arg, std::vector<uint64_t>* w);
@@ -91,10 +93,8 @@ class GroupHasher {
   size_t next_;
   Hash128 prefix_;
   absl::flat_hash_map<const c10::StorageImpl*, int> buffer_ids_;
-  std::vector<c10::StorageImpl*> storages_;
-  std::vector<int64_t> impls_;  // distinct tensors per buffer over every op added
-  std::vector<int> last_op_new_impls_;  // buffers the last added op added a tensor to (one per tensor)
-  absl::flat_hash_set<const c10::TensorImpl*> seen_impls_;
+  std::vector<const c10::StorageImpl*> storages_;
+  size_t buffers_before_last_ = 0;  // buffers seen before the last op added
   std::vector<uint64_t> words_;
 };
 

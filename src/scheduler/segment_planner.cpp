@@ -80,8 +80,14 @@ std::shared_ptr<GroupPlan> PlanOf(const std::vector<runtime::OpRecord>& records,
 }  // namespace
 
 SegmentPlanner::SegmentPlanner(std::vector<runtime::OpRecord> segment, PlanCache* cache, int64_t max_group_ops,
-                               runtime::Stats* stats, const mlir_lowering::EarlierRefs* earlier)
-    : records_(std::move(segment)), cache_(cache), max_group_ops_(max_group_ops), stats_(stats), earlier_(earlier) {}
+                               runtime::Stats* stats, const SegmentRefs* refs)
+    : records_(std::move(segment)), cache_(cache), max_group_ops_(max_group_ops), stats_(stats) {
+  if (refs == nullptr) {
+    own_refs_ = SegmentRefs::Of(records_);
+    refs = &*own_refs_;
+  }
+  refs_ = refs;
+}
 
 PlannedUnit SegmentPlanner::Take(size_t begin, int64_t len) {
   PlannedUnit u;
@@ -97,22 +103,15 @@ bool SegmentPlanner::Applies(const GroupPlan& plan, const GroupHasher& hasher, s
   if (!GuardsHold(plan, records_, pos_)) return false;
   if (plan.kind == GroupPlan::Kind::kOpByOp) return true;
   if (!ReadParams(plan, records_, pos_, params)) return false;
-  // Liveness, as GroupLowering::Finish decides it: referenced besides the group's own tensors and
-  // earlier unfinished work.
-  const std::vector<std::pair<c10::StorageImpl*, int64_t>> buffers = hasher.Buffers(plan.len);
-  if (buffers.size() != plan.live.size()) return false;
-  auto live_matches = [&](const std::function<int64_t(const c10::StorageImpl*)>& held_earlier) {
-    for (size_t b = 0; b < buffers.size(); ++b) {
-      const int64_t refs = static_cast<int64_t>(c10::raw::intrusive_ptr::use_count(buffers[b].first));
-      if ((refs - held_earlier(buffers[b].first) > buffers[b].second) != plan.live[b]) return false;
-    }
-    return true;
-  };
-  if (earlier_ != nullptr && earlier_->mu != nullptr) {
-    absl::MutexLock lock(earlier_->mu);
-    return live_matches(earlier_->count);
+  // Liveness, as GroupLowering::Finish decided it when the plan was made: read after the group.
+  size_t count = 0;
+  const c10::StorageImpl* const* buffers = hasher.Buffers(plan.len, &count);
+  if (count != plan.live.size()) return false;
+  const size_t end = pos_ + static_cast<size_t>(plan.len);
+  for (size_t b = 0; b < count; ++b) {
+    if (refs_->LiveAfter(buffers[b], end) != plan.live[b]) return false;
   }
-  return live_matches([](const c10::StorageImpl*) { return int64_t{0}; });
+  return true;
 }
 
 bool SegmentPlanner::FromCache(PlannedUnit* out) {
@@ -186,13 +185,15 @@ void SegmentPlanner::CachePlans(const std::vector<CutUnit>& cut,
     Hash128 key;
     for (int64_t i = 0; i < u.len + (lookahead ? 1 : 0); ++i) key = h.Add();
     if (u.why == CloseReason::kEnd) key = h.End();
-    if (h.Buffers(u.len).size() != plan->live.size()) continue;  // (cannot happen: the lowering's buffers)
+    size_t buffers = 0;
+    h.Buffers(u.len, &buffers);
+    if (buffers != plan->live.size()) continue;  // (cannot happen: the lowering's buffers)
     cache_->Insert(key, std::move(plan));
   }
 }
 
 void SegmentPlanner::Cut() {
-  std::vector<CutUnit> cut = CutNext(records_, pos_, max_group_ops_, stats_, earlier_);
+  std::vector<CutUnit> cut = CutNext(records_, pos_, max_group_ops_, stats_, refs_);
   std::vector<std::shared_ptr<GroupPlan>> plans(cut.size());
   for (size_t k = 0; k < cut.size(); ++k) {
     const CutUnit& u = cut[k];

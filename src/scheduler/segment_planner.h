@@ -11,12 +11,14 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "mlir_lowering/group_lowering.h"
 #include "runtime/op_record.h"
 #include "runtime/stats.h"
 #include "scheduler/plan_cache.h"
+#include "scheduler/segment_refs.h"
 
 namespace trn::scheduler {
 
@@ -31,8 +33,12 @@ struct PlannedUnit {
 
 class SegmentPlanner {
  public:
+  // `refs`: what the flush decided about the segment's storages (must outlive the planner);
+  // null: SegmentRefs::Of(segment), as if no earlier work held references.
   SegmentPlanner(std::vector<runtime::OpRecord> segment, PlanCache* cache, int64_t max_group_ops,
-                 runtime::Stats* stats, const mlir_lowering::EarlierRefs* earlier);
+                 runtime::Stats* stats, const SegmentRefs* refs);
+  SegmentPlanner(const SegmentPlanner&) = delete;
+  SegmentPlanner& operator=(const SegmentPlanner&) = delete;
 
   bool Done() const { return pos_ >= records_.size() && ready_.empty(); }
   // The next unit (its records are moved out of the segment). Call only while !Done().
@@ -56,7 +62,8 @@ class SegmentPlanner {
   PlanCache* const cache_;
   const int64_t max_group_ops_;
   runtime::Stats* const stats_;
-  const mlir_lowering::EarlierRefs* const earlier_;
+  std::optional<SegmentRefs> own_refs_;
+  const SegmentRefs* refs_ = nullptr;
   size_t pos_ = 0;
   std::vector<PlannedUnit> ready_;  // units of the last cut not handed out yet (in order)
   size_t next_ready_ = 0;

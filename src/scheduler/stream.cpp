@@ -77,7 +77,7 @@ Stream::Stream(const runtime::Knobs& knobs, runtime::Stats* stats)
                                                          knobs.cache_poll_ms, "segment builder"},
                                       &compiler_)),
       executor_(runtime::ExecutorOptions{knobs.max_pending_ops, knobs.last_ops_capacity,
-                                         /*track_refs=*/StreamMode(knobs) != runtime::Mode::kEager,
+                                         /*retain_finished=*/StreamMode(knobs) != runtime::Mode::kEager,
                                          knobs.executor_threads, knobs.bench_groups, knobs.matmul_threads - 1},
                 stats) {}
 
@@ -137,14 +137,12 @@ bool Stream::Append(runtime::OpRecord record) {
 absl::Status Stream::Sync(const std::string& reason) {
   stats_->CountSync(reason);
   const double begin = runtime::profiler::NowUs();
-  if (Groups()) {
-    Flush();
-  }
+  const uint64_t flushed = Groups() ? Flush() : 0;
   const int64_t wait_begin = runtime::MonotonicNs();
   absl::Status status = executor_.Wait();
   stats_->AddTime(runtime::HostTime::kSyncWait, runtime::MonotonicNs() - wait_begin, 1);
   if (mode_ != runtime::Mode::kEager) {  // the executor retires units in these modes
-    executor_.ReleaseRetired(UINT64_MAX);  // everything ran: drop the finished units' tensors
+    ReleaseThrough(flushed);  // everything ran: drop the finished units' tensors
   }
   if (builders_ != nullptr) {
     // Builds the flush trimmed before they finished are loaded now: the memory tier is within
@@ -190,16 +188,21 @@ void Stream::ExplainMiss(const std::string& key_hex, const std::vector<runtime::
   });
 }
 
-void Stream::RefreshRemoteOnce(bool* done) {
-  // Here, on the flushing thread, not on a compile thread: finding the store may take the GIL
-  // and import a module (runtime/cache/remote_tier.h).
-  if (!*done) {
-    *done = true;
-    compiler_.RefreshRemote();
-  }
+void Stream::RefreshRemote() {
+  runtime::cache::RemoteTier* remote = compiler_.remote();
+  if (remote == nullptr || remote->known_store() != nullptr) return;
+  const int64_t now = runtime::MonotonicNs();
+  if (remote_refreshed_ns_ >= 0 && now - remote_refreshed_ns_ < kRemoteRefreshNs) return;
+  remote_refreshed_ns_ = now;
+  compiler_.RefreshRemote();
 }
 
-runtime::ExecUnit Stream::MakeGroupUnit(PlannedUnit& p, bool* remote_refreshed) {
+void Stream::ReleaseThrough(uint64_t batch) {
+  std::deque<runtime::ExecUnit> units = executor_.TakeRetired(batch);
+  ledger_.Release(batch, [&units] { units.clear(); });
+}
+
+runtime::ExecUnit Stream::MakeGroupUnit(PlannedUnit& p) {
   const GroupPlan& plan = *p.plan;
   if (!dump_dir_.empty()) {  // NEURON_DUMP_MLIR: the key material too, to explain cache misses
     std::ofstream(absl::StrCat(dump_dir_, "/", plan.key_hex, ".key"), std::ios::binary) << plan.key.material;
@@ -210,7 +213,6 @@ runtime::ExecUnit Stream::MakeGroupUnit(PlannedUnit& p, bool* remote_refreshed) 
   std::shared_ptr<runtime::CodeSlot> slot = compiler_.cache().Lookup(plan.key.material, &created);
   if (created) {
     ExplainMiss(unit.key, p.ops);
-    RefreshRemoteOnce(remote_refreshed);
     CompilePool* pool = builders_ != nullptr ? builders_.get() : pool_.get();
     if (!pool->Submit(CompileRequest::Of(plan, p.ops), slot)) {
       if (builders_ != nullptr) {  // only once shut down
@@ -253,10 +255,53 @@ runtime::ExecUnit Stream::MakeGroupUnit(PlannedUnit& p, bool* remote_refreshed) 
   return unit;
 }
 
-void Stream::Flush() {
-  // Without the GIL for the whole flush (lowering and compiling take a while; another Python
-  // thread may run meanwhile). Taking flush_mu_ while still holding the GIL could deadlock
-  // with a flushing thread waiting to retake it.
+std::vector<runtime::ExecUnit> Stream::PlanSegment(std::vector<runtime::OpRecord> records, const SegmentRefs& refs) {
+  const int64_t begin_ns = runtime::MonotonicNs();
+  const double begin = runtime::profiler::NowUs();
+  const size_t n = records.size();
+  const std::vector<std::pair<size_t, c10::StorageImpl*>>& releases = refs.releases();
+  size_t next_release = 0;
+  // One unit at a time. compile mode: a new group's build is queued on the segment builders
+  // (several build at once; with peers, each rank builds the groups nobody has claimed yet and
+  // fetches the others) and the executor waits for it when its turn comes, after the whole
+  // segment is planned: the builds of one segment run in parallel.
+  SegmentPlanner planner(std::move(records), &plans_, max_group_ops_, stats_, &refs);
+  std::vector<runtime::ExecUnit> units;
+  while (!planner.Done()) {
+    PlannedUnit p = planner.Next();
+    const size_t end = p.begin + p.ops.size();
+    runtime::ExecUnit unit;
+    if (p.plan != nullptr) {
+      unit = MakeGroupUnit(p);
+    } else {
+      unit.ops = std::move(p.ops);
+      unit.unlowered = p.unlowered;
+    }
+    for (; next_release < releases.size() && releases[next_release].first < end; ++next_release) {
+      unit.release_after.push_back(releases[next_release].second);
+    }
+    units.push_back(std::move(unit));
+  }
+  stats_->CountPlans(planner.cache_hits(), planner.cache_misses());
+  stats_->AddTime(runtime::HostTime::kPlan, runtime::MonotonicNs() - begin_ns, static_cast<int64_t>(n));
+  if (runtime::profiler::Enabled()) {
+    runtime::profiler::Event e;
+    e.cat = "plan";
+    e.name = absl::StrCat("plan ", n, " ops into ", units.size(), " units");
+    e.begin_us = begin;
+    e.end_us = runtime::profiler::NowUs();
+    e.nargs = {{"ops", static_cast<double>(n)}, {"units", static_cast<double>(units.size())},
+               {"plan_hits", static_cast<double>(planner.cache_hits())},
+               {"plan_misses", static_cast<double>(planner.cache_misses())}};
+    runtime::profiler::Add(std::move(e));
+  }
+  return units;
+}
+
+uint64_t Stream::Flush() {
+  // Without the GIL for the whole flush (another Python thread may run meanwhile). Taking
+  // flush_mu_ while still holding the GIL could deadlock with a flushing thread waiting to
+  // retake it.
   runtime::ScopedBlockingWait no_gil;
   absl::MutexLock flush(&flush_mu_);
   std::vector<runtime::OpRecord> segment;
@@ -265,7 +310,7 @@ void Stream::Flush() {
     segment.swap(pending_);
   }
   if (segment.empty()) {
-    return;
+    return batches_;
   }
   const int64_t begin_ns = runtime::MonotonicNs();
   const size_t n = segment.size();
@@ -282,46 +327,25 @@ void Stream::Flush() {
   } count_flush{stats_, begin_ns, static_cast<int64_t>(n)};
   const double begin = runtime::profiler::NowUs();
   const uint64_t batch = ++batches_;
-  // Intermediate results nothing outside the flush references are freed after their last use,
-  // not when the flush's units are released (executor.h). Decided before any unit is submitted.
-  const std::vector<std::pair<size_t, c10::StorageImpl*>> releases = executor_.PlanEarlyRelease(segment);
-  size_t next_release = 0;
-  // One unit at a time, each submitted as soon as it is planned: the executor runs the first
-  // group while the flush plans the next ones. compile mode: a new group's build is queued on the
-  // segment builders (several build at once; with peers, each rank builds the groups nobody has
-  // claimed yet and fetches the others) and the executor waits for it when its turn comes.
-  SegmentPlanner planner(std::move(segment), &plans_, max_group_ops_, stats_, executor_.earlier_refs());
-  bool remote_refreshed = false;
-  int64_t units = 0;
-  while (!planner.Done()) {
-    PlannedUnit p = planner.Next();
-    const size_t end = p.begin + p.ops.size();
-    runtime::ExecUnit unit;
-    if (p.plan != nullptr) {
-      unit = MakeGroupUnit(p, &remote_refreshed);
-    } else {
-      unit.ops = std::move(p.ops);
-      unit.unlowered = p.unlowered;
-    }
-    unit.batch = batch;
-    for (; next_release < releases.size() && releases[next_release].first < end; ++next_release) {
-      unit.release_after.push_back(releases[next_release].second);
-    }
-    executor_.Submit(std::move(unit));
-    ++units;
-  }
+  // What the references at this point of the stream decide (liveness, memory freed early:
+  // segment_refs.h); the executor plans the segment with it when its turn comes, so the
+  // recording thread goes back to the program after one walk over the records.
+  auto refs = std::make_shared<const SegmentRefs>(ledger_.Hold(segment, batch));
+  RefreshRemote();  // before a build may need the store
+  runtime::ExecUnit job;
+  job.ops = std::move(segment);
+  job.batch = batch;
+  job.plan = [this, refs](std::vector<runtime::OpRecord> records) { return PlanSegment(std::move(records), *refs); };
+  executor_.Submit(std::move(job));
   if (runtime::profiler::Enabled()) {
     runtime::profiler::Event e;
     e.cat = "record";
-    e.name = absl::StrCat("flush ", n, " ops into ", units, " units");
+    e.name = absl::StrCat("flush ", n, " ops");
     e.begin_us = begin;
     e.end_us = runtime::profiler::NowUs();
-    e.nargs = {{"ops", static_cast<double>(n)}, {"units", static_cast<double>(units)},
-               {"plan_hits", static_cast<double>(planner.cache_hits())},
-               {"plan_misses", static_cast<double>(planner.cache_misses())}};
+    e.nargs = {{"ops", static_cast<double>(n)}};
     runtime::profiler::Add(std::move(e));
   }
-  stats_->CountPlans(planner.cache_hits(), planner.cache_misses());
   if (builders_ != nullptr) {
     compiler_.cache().Trim();  // builds of earlier flushes may have passed the memory tier's limits
   }
@@ -331,8 +355,9 @@ void Stream::Flush() {
     const int64_t wait_begin = runtime::MonotonicNs();
     executor_.WaitFinishedThrough(batch - kRetiredBatches);
     count_flush.waited = runtime::MonotonicNs() - wait_begin;
-    executor_.ReleaseRetired(batch - kRetiredBatches);
+    ReleaseThrough(batch - kRetiredBatches);
   }
+  return batch;
 }
 
 }  // namespace trn::scheduler

@@ -44,6 +44,7 @@
 #include "scheduler/grouper.h"
 #include "scheduler/plan_cache.h"
 #include "scheduler/segment_planner.h"
+#include "scheduler/segment_refs.h"
 #include "scheduler/miss_explainer.h"
 
 namespace trn::scheduler {
@@ -75,11 +76,19 @@ class Stream {
   // Numbers `record` and submits it (eager) or appends it to the pending segment; returns
   // whether the segment should be flushed now (flush_policy_).
   bool Append(runtime::OpRecord record) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Cuts the pending segment into units, attaches (or starts) their code, submits them.
-  void Flush();
-  // `*remote_refreshed`: whether this flush already looked for torch.distributed's store.
-  runtime::ExecUnit MakeGroupUnit(PlannedUnit& planned, bool* remote_refreshed);
-  void RefreshRemoteOnce(bool* done);
+  // Hands the pending segment to the executor (with what the references at this point decide:
+  // SegmentRefs) and releases the units of kRetiredBatches flushes ago. Returns the number of the
+  // last flush (this one, or the one before when nothing was pending).
+  uint64_t Flush();
+  // The executor thread, when a flushed segment's turn comes: cuts it into units, attaches (or
+  // starts) their code.
+  std::vector<runtime::ExecUnit> PlanSegment(std::vector<runtime::OpRecord> records, const SegmentRefs& refs);
+  runtime::ExecUnit MakeGroupUnit(PlannedUnit& planned);
+  // Destroys the finished units of flushes <= batch and gives up their references.
+  void ReleaseThrough(uint64_t batch);
+  // Looks for torch.distributed's store while none is known (on the flushing thread: finding it
+  // may take the GIL and import a module; at most every kRemoteRefreshNs).
+  void RefreshRemote() ABSL_EXCLUSIVE_LOCKS_REQUIRED(flush_mu_);
   void ExplainMiss(const std::string& key_hex, const std::vector<runtime::OpRecord>& ops);
 
   const runtime::Mode mode_;
@@ -92,12 +101,16 @@ class Stream {
   uint64_t next_seq_ ABSL_GUARDED_BY(mu_) = 1;
   std::vector<runtime::OpRecord> pending_ ABSL_GUARDED_BY(mu_);
   absl::Mutex flush_mu_ ABSL_ACQUIRED_BEFORE(mu_);
-  // Flushes so far (guarded by flush_mu_). Finished units are released kRetiredBatches flushes
-  // after the one that submitted them (Executor::ReleaseRetired).
+  // Flushes so far. Finished units are released kRetiredBatches flushes after the one that
+  // submitted them (ReleaseThrough).
   static constexpr uint64_t kRetiredBatches = 2;
   uint64_t batches_ ABSL_GUARDED_BY(flush_mu_) = 0;
+  static constexpr int64_t kRemoteRefreshNs = 50'000'000;
+  int64_t remote_refreshed_ns_ ABSL_GUARDED_BY(flush_mu_) = -1;
+  RefLedger ledger_;  // references of the flushes not released yet
   runtime::cache::CacheStats cache_stats_;
-  PlanCache plans_ ABSL_GUARDED_BY(flush_mu_);
+  // Planning state: used by the executor thread only (PlanSegment).
+  PlanCache plans_;
   MissExplainer explainer_;
   GroupCompiler compiler_;
   std::unique_ptr<CompilePool> pool_;      // adaptive mode only: the background compilers

@@ -281,7 +281,7 @@ def check_format(doc, mode):
         if e["ph"] == "X":
             assert is_number(e.get("ts")) and e["ts"] >= 0, e
             assert is_number(e.get("dur")) and e["dur"] >= 0, e
-            assert e.get("cat") in ("record", "sync", "compile", "execute"), e
+            assert e.get("cat") in ("record", "sync", "compile", "execute", "plan"), e
     assert len({e["pid"] for e in events}) == 1
     meta = [e for e in events if e["ph"] == "M"]
     assert [e["args"]["name"] for e in meta if e["name"] == "process_name"] == \
@@ -299,7 +299,7 @@ def check_format(doc, mode):
     for e in xs:
         assert e["tid"] in lane, f"event on lane {e['tid']} without a thread_name: {e}"
         where = lane[e["tid"]]
-        if e["cat"] == "execute":
+        if e["cat"] in ("execute", "plan"):   # plan: a flushed segment cut into units
             assert where == "executor", e
         elif e["cat"] in ("record", "sync"):
             assert RECORDING_LANE.fullmatch(where), (where, e)
@@ -338,7 +338,7 @@ def test_trace_event_format(run, request):
         assert bwd and "python" not in bwd, bwd
         for e in xs:
             if e["cat"] == "record":
-                if e["name"].startswith("flush "):   # a flush: planning a segment into units
+                if e["name"].startswith("flush "):   # a flush: a segment handed to the executor
                     assert "lines" not in e["args"] and r["mode"] != "eager", e
                 else:
                     assert len(e["args"]["lines"]) == 1, e
