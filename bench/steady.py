@@ -19,7 +19,8 @@ process with the same data and thread settings; a step ends at `loss.item()`. Ro
 The step is timed after --warmup steps (adaptive: warm-up, wait_for_compiles(), two more steps),
 as median (min, max) over --steps steps; with --repeat R each row runs R processes and the
 process with the median steady step is reported. Per step the breakdown (stats()["host_time"],
-reset after the warm-up): record µs per recorded op, flush µs per flushed op, executor busy ms on
+reset after the warm-up): record µs per recorded op, flush µs per flushed op (the recording
+thread hands the segment over), plan µs per flushed op (the executor cuts it into units), executor busy ms on
 compiled groups and on ops one by one, and the recording thread's wait at syncs. Ratios are
 against PyTorch CPU eager and against eager mode, measured in the same run: absolute times
 drift between runs, ratios much less.
@@ -141,7 +142,7 @@ def run(model, row, args, tmp, extra_env=None):
 def breakdown(r, steps):
     """The per-step host-time breakdown of one neuron run, as printable columns."""
     if "host_time" not in r:
-        return ["-"] * 6
+        return ["-"] * 7
     h = r["host_time"]
 
     def per_op(k):
@@ -150,7 +151,7 @@ def breakdown(r, steps):
     def ms(k):
         return f"{h[k]['ns'] / steps / 1e6:.2f}"
     misses = f"{r['plan_misses'] / steps:.1f}"
-    return [per_op("record"), per_op("flush"), ms("exec_compiled"), ms("exec_op_by_op"), ms("sync_wait"), misses]
+    return [per_op("record"), per_op("flush"), per_op("plan") if "plan" in h else "-", ms("exec_compiled"), ms("exec_op_by_op"), ms("sync_wait"), misses]
 
 
 def print_groups(model, r):
@@ -198,7 +199,7 @@ def main():
                 results[(model, row)] = r = reps[len(reps) // 2]
                 print(f"  {model:5s} {row:14s} {1e3 * r['median']:8.2f} ms", flush=True)
     hdr = (f"{'model':5s} {'row':14s} {'median ms':>9s} {'(min':>7s} {'max)':>7s} {'/cpu':>5s} {'/eager':>6s} "
-           f"{'rec us/op':>9s} {'flush us/op':>11s} {'compiled ms':>11s} {'op-by-op ms':>11s} {'sync ms':>7s} "
+           f"{'rec us/op':>9s} {'flush us/op':>11s} {'plan us/op':>10s} {'compiled ms':>11s} {'op-by-op ms':>11s} {'sync ms':>7s} "
            f"{'misses':>6s}")
     print()
     print(hdr)
@@ -212,8 +213,10 @@ def main():
                 return f"{r['median'] / base['median']:.2f}" if base else "-"
             print(f"{model:5s} {row:14s} {1e3 * r['median']:9.2f} {1e3 * min(r['steps']):7.2f} "
                   f"{1e3 * max(r['steps']):7.2f} {ratio(cpu):>5s} {ratio(eager):>6s} "
-                  + " ".join(f"{c:>{w}s}" for c, w in zip(breakdown(r, args.steps), (9, 11, 11, 11, 7, 6))))
-    print(f"\nper step ({args.clock} clock): rec = recording thread per recorded op; flush = per flushed op; "
+                  + " ".join(f"{c:>{w}s}" for c, w in zip(breakdown(r, args.steps), (9, 11, 10, 11, 11, 7, 6))))
+    print(f"\nper step ({args.clock} clock): rec = recording thread per recorded op; flush = recording thread "
+          "per flushed op (handing the segment to the executor); plan = executor per flushed op (cutting it into "
+          "units, binding cached plans); "
           "compiled / op-by-op = executor busy; sync = recording thread waiting for the executor (at syncs, and at flushes for units two flushes back); misses = plan cache "
           "misses (0 once warm)")
     print("targets: compile and adaptive <= 0.7 x cpu and <= 0.7 x eager; flush <= 1.5 us/op")
