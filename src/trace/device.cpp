@@ -12,12 +12,15 @@
 #include <c10/core/Allocator.h>
 #include <c10/core/CPUAllocator.h>
 #include <c10/core/impl/DeviceGuardImplInterface.h>
+#include <c10/core/impl/alloc_cpu.h>
 #include <torch/library.h>
 
 #include <cstdlib>
 #include <cstring>
 #include <typeinfo>
 
+#include "absl/container/flat_hash_set.h"
+#include "absl/synchronization/mutex.h"
 #include "runtime/host_view.h"
 #include "runtime/block_cache.h"
 #include "runtime/knobs.h"
@@ -63,6 +66,48 @@ class HostMemoryAllocator final : public c10::Allocator {
 
 HostMemoryAllocator g_allocator;
 
+// "Pinned" host memory for staging copies: device memory is host memory, so any host block
+// serves; these blocks are remembered so that is_pinned() is true for them (DDP's reducer
+// asserts it of the buffer it stages its used-parameter map through). Rarely allocated.
+class PinnedAllocator final : public c10::Allocator {
+ public:
+  c10::DataPtr allocate(size_t n) override {
+    void* p = n == 0 ? nullptr : c10::alloc_cpu(n);
+    if (p != nullptr) {
+      absl::MutexLock lock(&Mu());
+      Live().insert(p);
+    }
+    return {p, p, &Free, c10::Device(c10::DeviceType::CPU)};
+  }
+  c10::DeleterFnPtr raw_deleter() const override { return &Free; }
+  void copy_data(void* dest, const void* src, std::size_t count) const override {
+    default_copy_data(dest, src, count);
+  }
+  static bool Contains(const void* p) {
+    absl::MutexLock lock(&Mu());
+    return Live().contains(p);
+  }
+
+ private:
+  static absl::Mutex& Mu() {
+    static auto* mu = new absl::Mutex();
+    return *mu;
+  }
+  static absl::flat_hash_set<const void*>& Live() {  // (never iterated)
+    static auto* live = new absl::flat_hash_set<const void*>();
+    return *live;
+  }
+  static void Free(void* p) {
+    {
+      absl::MutexLock lock(&Mu());
+      Live().erase(p);
+    }
+    c10::free_cpu(p);
+  }
+};
+
+PinnedAllocator g_pinned_allocator;
+
 // One device, index 0; no streams beyond the default one, no events.
 class NeuronGuardImpl final : public c10::impl::DeviceGuardImplInterface {
  public:
@@ -94,9 +139,9 @@ class NeuronHooks final : public at::PrivateUse1HooksInterface {
   }
   at::Device getDeviceFromPtr(void*) const override { return c10::Device(c10::DeviceType::PrivateUse1, 0); }
   bool hasPrimaryContext(c10::DeviceIndex) const override { return true; }
-  // Device -> host copies with non_blocking=True ask for a pinned staging buffer; device memory
-  // is host memory here, so plain CPU memory serves.
-  c10::Allocator* getPinnedMemoryAllocator() const override { return c10::GetCPUAllocator(); }
+  // Device -> host copies with non_blocking=True ask for a pinned staging buffer.
+  c10::Allocator* getPinnedMemoryAllocator() const override { return &g_pinned_allocator; }
+  bool isPinnedPtr(const void* data) const override { return PinnedAllocator::Contains(data); }
   c10::DeviceIndex deviceCount() const override { return 1; }
   c10::DeviceIndex getCurrentDevice() const override { return 0; }
   void resizePrivateUse1Bytes(const c10::Storage& storage, size_t newsize) const override {
