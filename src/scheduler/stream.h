@@ -65,6 +65,10 @@ class Stream {
   runtime::Executor& executor() { return executor_; }
   GroupCompiler& compiler() { return compiler_; }
   runtime::cache::CacheStats& cache_stats() { return cache_stats_; }
+  // Cuts the pending segment into units, attaches (or starts) their code, submits them (compile
+  // and adaptive modes; nothing is pending in eager mode). Not a sync: nothing waits for the
+  // units to run. Collectives call it after recording (trace/collective.h).
+  void Flush();
   // adaptive mode: blocks until no background compile is queued or running (no-op otherwise).
   void WaitForCompiles();
   // Stops the background compilers (queued compiles are dropped). At exit.
@@ -75,8 +79,6 @@ class Stream {
   // Numbers `record` and submits it (eager) or appends it to the pending segment; returns
   // whether the segment should be flushed now (flush_policy_).
   bool Append(runtime::OpRecord record) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Cuts the pending segment into units, attaches (or starts) their code, submits them.
-  void Flush();
   // `*remote_refreshed`: whether this flush already looked for torch.distributed's store.
   runtime::ExecUnit MakeGroupUnit(PlannedUnit& planned, bool* remote_refreshed);
   void RefreshRemoteOnce(bool* done);
