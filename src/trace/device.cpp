@@ -15,6 +15,7 @@
 #include <c10/core/impl/alloc_cpu.h>
 #include <torch/library.h>
 
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <typeinfo>
@@ -108,7 +109,11 @@ class PinnedAllocator final : public c10::Allocator {
 
 PinnedAllocator g_pinned_allocator;
 
-// One device, index 0; no streams beyond the default one, no events.
+// One device, index 0, with one in-order stream: the device's op stream. Stream objects of other
+// ids (torch.Stream, FSDP2's all-gather and reduce-scatter streams) all name that stream, so a
+// wait between streams or on an event is implied by stream order and costs nothing; an event's
+// query or synchronize looks at (or waits for) everything recorded so far, which covers the
+// ops recorded before the event. Events carry no state.
 class NeuronGuardImpl final : public c10::impl::DeviceGuardImplInterface {
  public:
   c10::DeviceType type() const override { return c10::DeviceType::PrivateUse1; }
@@ -116,9 +121,24 @@ class NeuronGuardImpl final : public c10::impl::DeviceGuardImplInterface {
   c10::Device getDevice() const override { return c10::Device(c10::DeviceType::PrivateUse1, 0); }
   void setDevice(c10::Device d) const override { Current(d); }
   void uncheckedSetDevice(c10::Device) const noexcept override {}
-  c10::Stream getStream(c10::Device d) const override { return c10::Stream(c10::Stream::DEFAULT, d); }
-  c10::Stream exchangeStream(c10::Stream s) const override { return s; }
+  c10::Stream getStream(c10::Device d) const override { return c10::Stream(c10::Stream::DEFAULT, Current(d)); }
+  c10::Stream getNewStream(c10::Device d, int /*priority*/) const override {
+    return c10::Stream(c10::Stream::UNSAFE, Current(d), next_stream_id_.fetch_add(1, std::memory_order_relaxed));
+  }
+  c10::Stream getStreamFromGlobalPool(c10::Device d, bool /*high_priority*/) const override {
+    return getNewStream(d, 0);
+  }
+  c10::Stream exchangeStream(c10::Stream s) const override { return getStream(s.device()); }
   c10::DeviceIndex deviceCount() const noexcept override { return 1; }
+  void record(void** /*event*/, const c10::Stream& /*stream*/, const c10::DeviceIndex /*device_index*/,
+              const c10::EventFlag /*flag*/) const override {}
+  void block(void* /*event*/, const c10::Stream& /*stream*/) const override {}
+  void destroyEvent(void* /*event*/, const c10::DeviceIndex /*device_index*/) const noexcept override {}
+  bool queryEvent(void* /*event*/) const override { return Idle(); }
+  bool queryStream(const c10::Stream& /*stream*/) const override { return Idle(); }
+  void synchronizeEvent(void* /*event*/) const override { SyncOrThrow("event"); }
+  void synchronizeStream(const c10::Stream& /*stream*/) const override { SyncOrThrow("stream"); }
+  void synchronizeDevice(const c10::DeviceIndex /*device_index*/) const override { SyncOrThrow("user"); }
 
  private:
   static c10::Device Current(c10::Device d) {
@@ -126,6 +146,13 @@ class NeuronGuardImpl final : public c10::impl::DeviceGuardImplInterface {
                 " is out of range (this runtime exposes one device, neuron:0)");
     return c10::Device(c10::DeviceType::PrivateUse1, 0);
   }
+  // Everything recorded so far has run (pending ops are handed to the executor first).
+  static bool Idle() {
+    DeviceState& state = State();
+    state.stream.Flush();
+    return state.stream.executor().Pending() == 0;
+  }
+  static inline std::atomic<c10::StreamId> next_stream_id_{1};
 };
 
 // Random ops execute with CPU kernels, so device generators are CPU generator implementations.
@@ -145,6 +172,12 @@ class NeuronHooks final : public at::PrivateUse1HooksInterface {
   c10::DeviceIndex deviceCount() const override { return 1; }
   c10::DeviceIndex getCurrentDevice() const override { return 0; }
   void resizePrivateUse1Bytes(const c10::Storage& storage, size_t newsize) const override {
+    // untyped_storage().resize_(): queued ops read and write the storage's memory when they run,
+    // so they must run before it moves or goes (FSDP2 frees its unsharded parameters' storages
+    // after each use and allocates them again: growing from 0 bytes needs no wait).
+    if (storage.nbytes() != 0) {
+      SyncOrThrow("resize_storage");
+    }
     at::native::resize_bytes_cpu(storage.unsafeGetStorageImpl(), newsize);
   }
 };
