@@ -6,12 +6,13 @@ those files (one torchrun launch per mode: importing torch and joining the group
     python3 -m torch.distributed.run --nproc_per_node=N dist_worker.py --out DIR [--cases ...]
     RANK=.. WORLD_SIZE=.. MASTER_ADDR=.. MASTER_PORT=.. python3 dist_worker.py --cases kill ...
 
-Cases (--cases, comma-separated; default "collectives,mismatch,ddp"):
+Cases (--cases, comma-separated; default "collectives,mismatch,ddp,fsdp"):
   collectives  every collective on neuron tensors against the same collective on CPU tensors
                (the group's gloo), inputs made by device ops and results read through later ones
   mismatch     the ranks all_reduce tensors of different shapes: the error, then a good all_reduce
   ddp          DistributedDataParallel on the device: parity steps, gradient accumulation under
                no_sync(), find_unused_parameters, and the group keys of a steady step
+  fsdp         FSDP2 (fully_shard per layer and the root) on the device: the parity steps
   kill         rank --victim SIGKILLs itself before its second DDP step; the others report the
                error their next sync raised (and how long it took)
   hang         rank --victim stops issuing collectives (sleeps); the others report the error
@@ -309,6 +310,34 @@ def run_ddp(rank, world, out_dir):
 
 
 # --------------------------------------------------------------------------------------------
+# FSDP2
+# --------------------------------------------------------------------------------------------
+def run_fsdp(rank, world):
+    """fully_shard on every layer and the root; the same steps as the DDP parity case."""
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.fsdp import fully_shard
+    mesh = init_device_mesh("neuron", (world,))
+    model = make_model("mlp").to(DEV)
+    for layer in (model.fc1, model.fc2, model.out):
+        fully_shard(layer, mesh=mesh)
+    fully_shard(model, mesh=mesh)
+    opt = torch.optim.AdamW(model.parameters(), lr=LR, weight_decay=WD)
+    syncs_before = torch_trn.stats()["syncs"].get("resize_storage", 0)
+    losses = []
+    for x, y in make_batches("mlp", STEPS):
+        x, y = shard(x, rank, world).to(DEV), shard(y, rank, world).to(DEV)
+        loss = F.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+        opt.zero_grad()
+        losses.append(loss.item())
+    params = {n: p.full_tensor().cpu().flatten().tolist() for n, p in model.named_parameters()}
+    return {"losses": losses, "params": params, "collectives": torch_trn.stats()["collectives"],
+            "sharded": all(type(p).__name__ == "DTensor" for p in model.parameters()),
+            "resize_syncs": torch_trn.stats()["syncs"].get("resize_storage", 0) - syncs_before}
+
+
+# --------------------------------------------------------------------------------------------
 # Faults
 # --------------------------------------------------------------------------------------------
 def run_fault(rank, world, kind, victim):
@@ -341,7 +370,7 @@ def run_fault(rank, world, kind, victim):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", required=True)
-    ap.add_argument("--cases", default="collectives,mismatch,ddp")
+    ap.add_argument("--cases", default="collectives,mismatch,ddp,fsdp")
     ap.add_argument("--backend", default="gloo", help='"default": init_process_group() without one')
     ap.add_argument("--timeout", type=float, default=120)
     ap.add_argument("--victim", type=int, default=1)
@@ -360,6 +389,8 @@ def main():
             result["mismatch"] = run_mismatch(rank, world)
         elif case == "ddp":
             result["ddp"] = run_ddp(rank, world, args.out)
+        elif case == "fsdp":
+            result["fsdp"] = run_fsdp(rank, world)
         elif case in ("kill", "hang"):
             result[case] = run_fault(rank, world, case, args.victim)
         else:

@@ -10,6 +10,7 @@ is proven:
   - DistributedDataParallel on the device: N ranks x batch b for 5 AdamW steps give the losses
     and parameters of one CPU process with batch N*b (rtol 1e-5), also with gradient
     accumulation under no_sync() and with find_unused_parameters;
+  - FSDP2 (fully_shard) on the device: the same parity;
   - the group keys of a DDP step are the same on every rank, and each key is compiled once over
     all ranks (the distributed compile cache: compiles summed over ranks = distinct keys);
   - a rank that is SIGKILLed, or that stops issuing collectives, makes the others raise gloo's
@@ -162,6 +163,20 @@ def test_ddp_find_unused_parameters(launch):
     params = {f"mlp.{n}": p for n, p in params.items()}
     assert_matches_reference(launch, "unused_losses", "unused_params", losses, params)
     assert all(o["ddp"]["unused_grad_is_none"] for o in launch)
+
+
+def test_fsdp2_fully_shard_matches_one_process_with_the_whole_batch(launch):
+    losses, params = cpu_reference(make_model("mlp"), STEPS, len(launch))
+    fsdp = [dict(o, ddp=o["fsdp"]) for o in launch]  # (the same layout as the DDP results)
+    assert_matches_reference(fsdp, "losses", "params", losses, params)
+    for o in launch:
+        f = o["fsdp"]
+        assert f["sharded"], "fully_shard left a parameter unsharded"
+        c = f["collectives"]
+        assert c.get("allgather_into_tensor", {}).get("count", 0) > 0, c
+        assert c.get("reduce_scatter_tensor", {}).get("count", 0) > 0, c
+        # Freeing an unsharded parameter's storage waits for the ops that still read it.
+        assert f["resize_syncs"] > 0, f
 
 
 def test_ddp_collectives_ran_on_the_executor(launch):
