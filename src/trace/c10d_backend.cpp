@@ -67,14 +67,14 @@ class NeuronWork : public c10d::Work {
     return true;
   }
 
-  int sourceRank() const override {
-    const_cast<NeuronWork*>(this)->RecordWaitOnce();
+  int sourceRank() const override {  // (recv from any source)
+    RecordWaitOnce();
     SyncOrThrow("recv");
     return call_->SourceRank();
   }
 
  private:
-  void RecordWaitOnce() {
+  void RecordWaitOnce() const {
     {
       absl::MutexLock lock(&mu_);
       if (wait_recorded_) return;
@@ -89,8 +89,8 @@ class NeuronWork : public c10d::Work {
   const c10::intrusive_ptr<CollectiveCall> call_;
   const WaitKind wait_;
   c10::intrusive_ptr<c10::ivalue::Future> future_;
-  absl::Mutex mu_;
-  bool wait_recorded_ ABSL_GUARDED_BY(mu_) = false;
+  mutable absl::Mutex mu_;
+  mutable bool wait_recorded_ ABSL_GUARDED_BY(mu_) = false;
 };
 
 int64_t Numel(const Tensors& ts) {

@@ -143,7 +143,11 @@ def assert_matches_reference(outs, loss_key, param_key, ref_losses, ref_params, 
             continue
         first = torch.tensor(ddp[0][param_key][name])
         for d in ddp[1:]:
-            assert torch.equal(torch.tensor(d[param_key][name]), first), f"{name}: ranks disagree"
+            other = torch.tensor(d[param_key][name])
+            if outs[0]["mode"] != "adaptive":
+                assert torch.equal(other, first), f"{name}: ranks disagree"
+            else:  # (a group may run compiled on one rank, op by op on another: last-bit rounding)
+                torch.testing.assert_close(other, first, rtol=1e-5, atol=1e-6, msg=lambda m: f"{name}: {m}")
         torch.testing.assert_close(first, want, rtol=1e-5, atol=1e-5, msg=lambda m: f"{name}: {m}")
 
 
