@@ -312,13 +312,13 @@ class NeuronBackend final : public c10d::Backend {
     if (State().knobs.dist_check) {
       sig = Signature(kind, outputs, inputs, compare, root, reduce_op);
     }
-    return RecordLocked(op, type, std::move(outputs), std::move(inputs), std::move(start), wait, /*deferred=*/false,
+    return RecordCall(op, type, std::move(outputs), std::move(inputs), std::move(start), wait, /*deferred=*/false,
                         sig);
   }
 
   c10::intrusive_ptr<c10d::Work> PointToPoint(const char* op, OpType type, Tensors outputs, Tensors inputs,
                                               CollectiveCall::Start start) {
-    return RecordLocked(op, type, std::move(outputs), std::move(inputs), std::move(start), WaitKind::kRecordWait,
+    return RecordCall(op, type, std::move(outputs), std::move(inputs), std::move(start), WaitKind::kRecordWait,
                         /*deferred=*/true, std::nullopt);
   }
 
@@ -344,7 +344,7 @@ class NeuronBackend final : public c10d::Backend {
     return s;
   }
 
-  c10::intrusive_ptr<c10d::Work> RecordLocked(const char* op, OpType type, Tensors outputs, Tensors inputs,
+  c10::intrusive_ptr<c10d::Work> RecordCall(const char* op, OpType type, Tensors outputs, Tensors inputs,
                                               CollectiveCall::Start start, WaitKind wait, bool deferred,
                                               std::optional<CollectiveSignature> sig) {
     std::vector<c10::Storage> keep;
