@@ -21,12 +21,7 @@ namespace {
 using c10d::OpType;
 using Tensors = std::vector<at::Tensor>;
 
-// CollectiveSignature::kKind values (collective.cpp names them in mismatch messages).
-enum Kind : int64_t {
-  kBroadcast = 1, kAllReduce, kReduce, kAllGather, kAllGatherBase, kGather, kScatter, kReduceScatter,
-  kReduceScatterBase, kAllToAll, kAllToAllBase, kBarrier, kAllReduceCoalesced, kAllGatherCoalesced,
-  kReduceScatterCoalesced
-};
+using Kind = CollectiveKind;
 
 // How a Work's wait() behaves (c10d_backend.h).
 enum class WaitKind { kStream, kHost, kRecordWait };
@@ -143,24 +138,24 @@ class NeuronBackend final : public c10d::Backend {
   const std::string getBackendName() const override { return "neuron"; }
 
   c10::intrusive_ptr<c10d::Work> broadcast(Tensors& tensors, const c10d::BroadcastOptions& opts) override {
-    return Symmetric("broadcast", kBroadcast, OpType::BROADCAST, tensors, {}, Compare::All(), opts.rootRank, -1,
+    return Symmetric("broadcast", Kind::kBroadcast, OpType::BROADCAST, tensors, {}, Compare::All(), opts.rootRank, -1,
                      [opts](c10d::Backend& b, Tensors& out, Tensors&) { return b.broadcast(out, opts); });
   }
 
   c10::intrusive_ptr<c10d::Work> allreduce(Tensors& tensors, const c10d::AllreduceOptions& opts) override {
-    return Symmetric("allreduce", kAllReduce, OpType::ALLREDUCE, tensors, {}, Compare::All(), -1,
+    return Symmetric("allreduce", Kind::kAllReduce, OpType::ALLREDUCE, tensors, {}, Compare::All(), -1,
                      opts.reduceOp.op_, [opts](c10d::Backend& b, Tensors& out, Tensors&) { return b.allreduce(out, opts); });
   }
 
   c10::intrusive_ptr<c10d::Work> allreduce_coalesced(Tensors& tensors,
                                                      const c10d::AllreduceCoalescedOptions& opts) override {
-    return Symmetric("allreduce_coalesced", kAllReduceCoalesced, OpType::ALLREDUCE_COALESCED, tensors, {},
+    return Symmetric("allreduce_coalesced", Kind::kAllReduceCoalesced, OpType::ALLREDUCE_COALESCED, tensors, {},
                      Compare::All(), -1, opts.reduceOp.op_,
                      [opts](c10d::Backend& b, Tensors& out, Tensors&) { return b.allreduce_coalesced(out, opts); });
   }
 
   c10::intrusive_ptr<c10d::Work> reduce(Tensors& tensors, const c10d::ReduceOptions& opts) override {
-    return Symmetric("reduce", kReduce, OpType::REDUCE, tensors, {}, Compare::All(), opts.rootRank, opts.reduceOp.op_,
+    return Symmetric("reduce", Kind::kReduce, OpType::REDUCE, tensors, {}, Compare::All(), opts.rootRank, opts.reduceOp.op_,
                      [opts](c10d::Backend& b, Tensors& out, Tensors&) { return b.reduce(out, opts); });
   }
 
@@ -168,7 +163,7 @@ class NeuronBackend final : public c10d::Backend {
                                            const c10d::AllgatherOptions& opts) override {
     std::vector<size_t> lengths;
     Tensors flat = Flatten(outputs, &lengths);
-    return Symmetric("allgather", kAllGather, OpType::ALLGATHER, flat, inputs, Compare::All(), -1, -1,
+    return Symmetric("allgather", Kind::kAllGather, OpType::ALLGATHER, flat, inputs, Compare::All(), -1, -1,
                      [opts, lengths](c10d::Backend& b, Tensors& out, Tensors& in) {
                        std::vector<Tensors> nested = Nest(out, lengths);
                        return b.allgather(nested, in, opts);
@@ -177,7 +172,7 @@ class NeuronBackend final : public c10d::Backend {
 
   c10::intrusive_ptr<c10d::Work> _allgather_base(at::Tensor& output, at::Tensor& input,
                                                  const c10d::AllgatherOptions& opts) override {
-    return Symmetric("allgather_into_tensor", kAllGatherBase, OpType::_ALLGATHER_BASE, {output}, {input},
+    return Symmetric("allgather_into_tensor", Kind::kAllGatherBase, OpType::_ALLGATHER_BASE, {output}, {input},
                      Compare::All(), -1, -1, [opts](c10d::Backend& b, Tensors& out, Tensors& in) {
                        return b._allgather_base(out[0], in[0], opts);
                      });
@@ -187,7 +182,7 @@ class NeuronBackend final : public c10d::Backend {
                                                      const c10d::AllgatherOptions& opts) override {
     std::vector<size_t> lengths;
     Tensors flat = Flatten(outputs, &lengths);
-    return Symmetric("allgather", kAllGather, OpType::ALLGATHER_COALESCED, flat, inputs, Compare::All(), -1, -1,
+    return Symmetric("allgather", Kind::kAllGather, OpType::ALLGATHER_COALESCED, flat, inputs, Compare::All(), -1, -1,
                      [opts, lengths](c10d::Backend& b, Tensors& out, Tensors& in) {
                        std::vector<Tensors> nested = Nest(out, lengths);
                        return b.allgather_coalesced(nested, in, opts);
@@ -196,7 +191,7 @@ class NeuronBackend final : public c10d::Backend {
 
   c10::intrusive_ptr<c10d::Work> allgather_into_tensor_coalesced(Tensors& outputs, Tensors& inputs,
                                                                  const c10d::AllgatherOptions& opts) override {
-    return Symmetric("allgather_into_tensor_coalesced", kAllGatherCoalesced, OpType::COALESCED, outputs, inputs,
+    return Symmetric("allgather_into_tensor_coalesced", Kind::kAllGatherCoalesced, OpType::COALESCED, outputs, inputs,
                      Compare::All(), -1, -1, [opts](c10d::Backend& b, Tensors& out, Tensors& in) {
                        return b.allgather_into_tensor_coalesced(out, in, opts);
                      });
@@ -206,7 +201,7 @@ class NeuronBackend final : public c10d::Backend {
                                         const c10d::GatherOptions& opts) override {
     std::vector<size_t> lengths;
     Tensors flat = Flatten(outputs, &lengths);  // (empty except on the root)
-    return Symmetric("gather", kGather, OpType::GATHER, flat, inputs, Compare::InputsOnly(), opts.rootRank, -1,
+    return Symmetric("gather", Kind::kGather, OpType::GATHER, flat, inputs, Compare::InputsOnly(), opts.rootRank, -1,
                      [opts, lengths](c10d::Backend& b, Tensors& out, Tensors& in) {
                        std::vector<Tensors> nested = Nest(out, lengths);
                        return b.gather(nested, in, opts);
@@ -217,7 +212,7 @@ class NeuronBackend final : public c10d::Backend {
                                          const c10d::ScatterOptions& opts) override {
     std::vector<size_t> lengths;
     Tensors flat = Flatten(inputs, &lengths);  // (empty except on the root)
-    return Symmetric("scatter", kScatter, OpType::SCATTER, outputs, flat, Compare::OutputsOnly(), opts.rootRank, -1,
+    return Symmetric("scatter", Kind::kScatter, OpType::SCATTER, outputs, flat, Compare::OutputsOnly(), opts.rootRank, -1,
                      [opts, lengths](c10d::Backend& b, Tensors& out, Tensors& in) {
                        std::vector<Tensors> nested = Nest(in, lengths);
                        return b.scatter(out, nested, opts);
@@ -228,7 +223,7 @@ class NeuronBackend final : public c10d::Backend {
                                                 const c10d::ReduceScatterOptions& opts) override {
     std::vector<size_t> lengths;
     Tensors flat = Flatten(inputs, &lengths);
-    return Symmetric("reduce_scatter", kReduceScatter, OpType::REDUCE_SCATTER, outputs, flat, Compare::All(), -1,
+    return Symmetric("reduce_scatter", Kind::kReduceScatter, OpType::REDUCE_SCATTER, outputs, flat, Compare::All(), -1,
                      opts.reduceOp.op_, [opts, lengths](c10d::Backend& b, Tensors& out, Tensors& in) {
                        std::vector<Tensors> nested = Nest(in, lengths);
                        return b.reduce_scatter(out, nested, opts);
@@ -237,7 +232,7 @@ class NeuronBackend final : public c10d::Backend {
 
   c10::intrusive_ptr<c10d::Work> _reduce_scatter_base(at::Tensor& output, at::Tensor& input,
                                                       const c10d::ReduceScatterOptions& opts) override {
-    return Symmetric("reduce_scatter_tensor", kReduceScatterBase, OpType::_REDUCE_SCATTER_BASE, {output}, {input},
+    return Symmetric("reduce_scatter_tensor", Kind::kReduceScatterBase, OpType::_REDUCE_SCATTER_BASE, {output}, {input},
                      Compare::All(), -1, opts.reduceOp.op_, [opts](c10d::Backend& b, Tensors& out, Tensors& in) {
                        return b._reduce_scatter_base(out[0], in[0], opts);
                      });
@@ -245,7 +240,7 @@ class NeuronBackend final : public c10d::Backend {
 
   c10::intrusive_ptr<c10d::Work> reduce_scatter_tensor_coalesced(Tensors& outputs, Tensors& inputs,
                                                                  const c10d::ReduceScatterOptions& opts) override {
-    return Symmetric("reduce_scatter_tensor_coalesced", kReduceScatterCoalesced, OpType::COALESCED, outputs, inputs,
+    return Symmetric("reduce_scatter_tensor_coalesced", Kind::kReduceScatterCoalesced, OpType::COALESCED, outputs, inputs,
                      Compare::All(), -1, opts.reduceOp.op_, [opts](c10d::Backend& b, Tensors& out, Tensors& in) {
                        return b.reduce_scatter_tensor_coalesced(out, in, opts);
                      });
@@ -256,7 +251,7 @@ class NeuronBackend final : public c10d::Backend {
                                                const c10d::AllToAllOptions& opts) override {
     // Uneven splits differ from rank to rank: then only the collective and dtype are compared.
     const Compare compare = out_splits.empty() && in_splits.empty() ? Compare::All() : Compare::KindOnly();
-    return Symmetric("alltoall_single", kAllToAllBase, OpType::ALLTOALL_BASE, {output}, {input}, compare, -1, -1,
+    return Symmetric("alltoall_single", Kind::kAllToAllBase, OpType::ALLTOALL_BASE, {output}, {input}, compare, -1, -1,
                      [opts, out_splits, in_splits](c10d::Backend& b, Tensors& out, Tensors& in) {
                        std::vector<int64_t> os = out_splits, is = in_splits;
                        return b.alltoall_base(out[0], in[0], os, is, opts);
@@ -264,7 +259,7 @@ class NeuronBackend final : public c10d::Backend {
   }
 
   c10::intrusive_ptr<c10d::Work> alltoall(Tensors& outputs, Tensors& inputs, const c10d::AllToAllOptions& opts) override {
-    return Symmetric("alltoall", kAllToAll, OpType::ALLTOALL, outputs, inputs, Compare::KindOnly(), -1, -1,
+    return Symmetric("alltoall", Kind::kAllToAll, OpType::ALLTOALL, outputs, inputs, Compare::KindOnly(), -1, -1,
                      [opts](c10d::Backend& b, Tensors& out, Tensors& in) { return b.alltoall(out, in, opts); });
   }
 
@@ -274,7 +269,7 @@ class NeuronBackend final : public c10d::Backend {
     host_opts.device_ids.clear();
     // (a one-byte tensor gives the recorded op something to dispatch on)
     at::Tensor token = at::empty({1}, at::TensorOptions().dtype(at::kByte).device(c10::DeviceType::PrivateUse1));
-    return Record("barrier", kBarrier, OpType::BARRIER, {token}, {}, Compare::KindOnly(), -1, -1,
+    return Record("barrier", Kind::kBarrier, OpType::BARRIER, {token}, {}, Compare::KindOnly(), -1, -1,
                   [host_opts](c10d::Backend& b, Tensors&, Tensors&) { return b.barrier(host_opts); },
                   WaitKind::kHost);
   }
@@ -326,7 +321,7 @@ class NeuronBackend final : public c10d::Backend {
                                        int64_t root, int64_t reduce_op) {
     using F = CollectiveSignature;
     CollectiveSignature s;
-    s.v[F::kKind] = kind;
+    s.v[F::kKind] = static_cast<int64_t>(kind);
     const Tensors& typed = !outputs.empty() && compare.numel_out ? outputs : inputs.empty() ? outputs : inputs;
     s.v[F::kDtype] = typed.empty() ? -1 : static_cast<int64_t>(typed[0].scalar_type());
     s.v[F::kTensors] = (compare.numel_out ? static_cast<int64_t>(outputs.size()) : 0) +

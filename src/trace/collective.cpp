@@ -18,21 +18,9 @@
 namespace trn::trace {
 namespace {
 
-// Collectives by the index CollectiveSignature::kKind carries (for mismatch messages).
-constexpr const char* kKindNames[] = {"?",       "broadcast",      "all_reduce",     "reduce",
-                                      "all_gather", "all_gather_into_tensor", "gather", "scatter",
-                                      "reduce_scatter", "reduce_scatter_tensor", "all_to_all",
-                                      "all_to_all_single", "barrier", "all_reduce_coalesced",
-                                      "all_gather_into_tensor_coalesced", "reduce_scatter_tensor_coalesced"};
-
-std::string KindName(int64_t kind) {
-  const int64_t n = static_cast<int64_t>(std::size(kKindNames));
-  return kind > 0 && kind < n ? kKindNames[kind] : absl::StrCat("collective #", kind);
-}
-
 std::string Describe(const CollectiveSignature& s) {
   using F = CollectiveSignature;
-  std::string d = absl::StrCat(KindName(s.v[F::kKind]), " (collective ", s.v[F::kSeq], " of the group)");
+  std::string d = absl::StrCat(CollectiveKindName(s.v[F::kKind]), " (collective ", s.v[F::kSeq], " of the group)");
   if (s.v[F::kDtype] >= 0) {
     absl::StrAppend(&d, " on ", s.v[F::kTensors], " ", c10::toString(static_cast<c10::ScalarType>(s.v[F::kDtype])),
                     " tensor(s)");
@@ -101,6 +89,27 @@ void WaitKernel(const c10::OperatorHandle&, torch::jit::Stack* stack) {
 }
 
 }  // namespace
+
+std::string CollectiveKindName(int64_t kind) {
+  switch (static_cast<CollectiveKind>(kind)) {
+    case CollectiveKind::kBroadcast: return "broadcast";
+    case CollectiveKind::kAllReduce: return "all_reduce";
+    case CollectiveKind::kReduce: return "reduce";
+    case CollectiveKind::kAllGather: return "all_gather";
+    case CollectiveKind::kAllGatherBase: return "all_gather_into_tensor";
+    case CollectiveKind::kGather: return "gather";
+    case CollectiveKind::kScatter: return "scatter";
+    case CollectiveKind::kReduceScatter: return "reduce_scatter";
+    case CollectiveKind::kReduceScatterBase: return "reduce_scatter_tensor";
+    case CollectiveKind::kAllToAll: return "all_to_all";
+    case CollectiveKind::kAllToAllBase: return "all_to_all_single";
+    case CollectiveKind::kBarrier: return "barrier";
+    case CollectiveKind::kAllReduceCoalesced: return "all_reduce_coalesced";
+    case CollectiveKind::kAllGatherCoalesced: return "all_gather_into_tensor_coalesced";
+    case CollectiveKind::kReduceScatterCoalesced: return "reduce_scatter_tensor_coalesced";
+  }
+  return absl::StrCat("collective #", kind);
+}
 
 CollectiveCall::CollectiveCall(c10::intrusive_ptr<c10d::Backend> backend, std::string name, Start start,
                                bool deferred, std::optional<CollectiveSignature> check,

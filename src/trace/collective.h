@@ -37,6 +37,15 @@
 
 namespace trn::trace {
 
+// The collectives a signature's kKind names.
+enum class CollectiveKind : int64_t {
+  kBroadcast = 1, kAllReduce, kReduce, kAllGather, kAllGatherBase, kGather, kScatter, kReduceScatter,
+  kReduceScatterBase, kAllToAll, kAllToAllBase, kBarrier, kAllReduceCoalesced, kAllGatherCoalesced,
+  kReduceScatterCoalesced
+};
+// The name torch.distributed gives it ("all_reduce").
+std::string CollectiveKindName(int64_t kind);
+
 // What the ranks compare before a symmetric collective (all int64, the same layout everywhere).
 struct CollectiveSignature {
   enum Field { kSeq, kKind, kDtype, kTensors, kNumelIn, kNumelOut, kRoot, kReduceOp, kShapeHash, kCount };
