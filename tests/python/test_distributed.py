@@ -192,9 +192,8 @@ def test_ddp_collectives_ran_on_the_executor(launch):
             assert "torch_trn::allreduce" in o["ddp"]["unlowered_ops"], "collectives run op by op, between groups"
 
 
+@pytest.mark.parametrize("launch", ["adaptive", "compile"], indirect=True)  # (eager runs no groups)
 def test_group_keys_identical_across_ranks_each_compiled_once(launch):
-    if launch[0]["mode"] == "eager":
-        pytest.skip("eager mode runs no groups")
     ddp = [o["ddp"] for o in launch]
     summary = [(o["rank"], d["compiles"], d["fetches"], d["entries"]) for o, d in zip(launch, ddp)]
     first = ddp[0]["step_keys"]
@@ -213,6 +212,12 @@ def test_group_keys_identical_across_ranks_each_compiled_once(launch):
 # --------------------------------------------------------------------------------------------
 # Faults: launched by hand (torchrun would stop every rank when one dies).
 # --------------------------------------------------------------------------------------------
+def pytest_generate_tests(metafunc):
+    """Fault tests: adaptive mode by default, every mode with --full."""
+    if "fault_mode" in metafunc.fixturenames:
+        metafunc.parametrize("fault_mode", MODES if metafunc.config.getoption("--full") else ["adaptive"])
+
+
 def run_fault(tmp_path, mode, world, case, backend, timeout_s):
     port = free_port()
     out = tmp_path / case
@@ -243,10 +248,8 @@ def run_fault(tmp_path, mode, world, case, backend, timeout_s):
     return procs[victim], survivors, diag
 
 
-@pytest.mark.parametrize("mode", MODES)
-def test_killed_rank_makes_the_others_fail_within_the_timeout(request, tmp_path, mode):
-    if mode != "adaptive" and not request.config.getoption("--full"):
-        pytest.skip("the other modes with --full")
+def test_killed_rank_makes_the_others_fail_within_the_timeout(request, tmp_path, fault_mode):
+    mode = fault_mode
     timeout_s = 60
     victim, survivors, diag = run_fault(tmp_path, mode, world_size(request.config), "kill", "default", timeout_s)
     assert victim.returncode == -9, diag
@@ -258,10 +261,8 @@ def test_killed_rank_makes_the_others_fail_within_the_timeout(request, tmp_path,
         assert e["seconds"] < timeout_s, e
 
 
-@pytest.mark.parametrize("mode", MODES)
-def test_hung_rank_makes_the_others_time_out(request, tmp_path, mode):
-    if mode != "adaptive" and not request.config.getoption("--full"):
-        pytest.skip("the other modes with --full")
+def test_hung_rank_makes_the_others_time_out(request, tmp_path, fault_mode):
+    mode = fault_mode
     timeout_s = 5
     victim, survivors, diag = run_fault(tmp_path, mode, world_size(request.config), "hang", "gloo", timeout_s)
     for s in survivors:
