@@ -41,6 +41,12 @@ namespace {
     case runtime::ErrorKind::kNotImplemented:
       PyErr_SetString(PyExc_NotImplementedError, msg.c_str());
       throw py::error_already_set();
+    case runtime::ErrorKind::kDistBackend: {
+      // torch.distributed.DistBackendError (a RuntimeError), as gloo raises for CPU tensors.
+      py::object cls = py::module_::import("torch.distributed").attr("DistBackendError");
+      PyErr_SetString(cls.ptr(), msg.c_str());
+      throw py::error_already_set();
+    }
     default:
       throw std::runtime_error(msg);
   }
@@ -177,6 +183,15 @@ py::dict Stats() {
   }
   out["unlowered_ops"] = unlowered;
   out["compile_failures"] = failures;
+  py::dict collectives;
+  for (const auto& [name, c] : s.collectives) {
+    py::dict d;
+    d["count"] = c.count;
+    d["seconds"] = static_cast<double>(c.ns) * 1e-9;
+    d["bytes"] = c.bytes;
+    collectives[py::str(name)] = d;
+  }
+  out["collectives"] = collectives;
   out["target"] = state.knobs.target;
   if (runtime::DeviceModel* device = runtime::DeviceModel::Get(); device != nullptr) {
     const runtime::DeviceSnapshot d = device->Snapshot();

@@ -31,6 +31,10 @@ if not hasattr(_torch, _BACKEND):
     _torch.utils.generate_methods_for_privateuse1_backend(
         for_tensor=True, for_module=True, for_storage=True, for_packed_sequence=True)
 
+from . import _distributed  # noqa: E402
+
+_distributed.register()  # collectives and DDP on the device (docs/distributed.md)
+
 import atexit as _atexit  # noqa: E402
 
 

@@ -63,6 +63,57 @@ def synchronize(device=None) -> None:
     _C.sync()
 
 
+# Streams and events (FSDP2 and other CUDA-style code create their own). The device runs one
+# in-order stream, the op stream: every Stream is that stream, so waits between streams and on
+# events are implied by stream order and free; an event's query()/synchronize() looks at, or
+# waits for, everything recorded so far (src/trace/device.cpp, NeuronGuardImpl).
+class Stream(_torch.Stream):
+    """A stream of the neuron device (all of them are the device's one in-order stream)."""
+
+    def __new__(cls, device=None, priority=0, **kwargs):
+        _check_device(device)
+        return super().__new__(cls, device=_torch.device("neuron", 0), priority=priority)
+
+
+class Event(_torch.Event):
+    """An event of the neuron device: a point of its stream (no timing)."""
+
+    def __new__(cls, enable_timing=False, blocking=False, interprocess=False):
+        return super().__new__(cls, device=_torch.device("neuron", 0), enable_timing=enable_timing,
+                               blocking=blocking, interprocess=interprocess)
+
+
+def current_stream(device=None):
+    _check_device(device)
+    return _torch.accelerator.current_stream(0) if _torch.accelerator.current_accelerator().type == "neuron" \
+        else Stream()
+
+
+def default_stream(device=None):
+    return current_stream(device)
+
+
+def set_stream(stream) -> None:
+    pass  # (one stream)
+
+
+class StreamContext:
+    """`with torch.neuron.stream(s):` (the ops inside run on the device's one stream anyway)."""
+
+    def __init__(self, stream):
+        self.stream = stream
+
+    def __enter__(self):
+        return self.stream
+
+    def __exit__(self, *exc):
+        return False
+
+
+def stream(stream) -> StreamContext:
+    return StreamContext(stream)
+
+
 def _generator():
     from . import _C
     return _C.default_generator()

@@ -126,6 +126,10 @@ const std::vector<KnobSpec>& KnobSpecs() {
       {"NEURON_DEVICE_CACHE_BYTES", "2147483648", "integer >= 0",
        "Bytes of freed device memory blocks (1 MiB and larger) kept for reuse instead of being "
        "returned to the system; torch_trn.empty_cache() releases them (docs/memory.md)."},
+      {"NEURON_DIST_CHECK", "1", "0 | 1",
+       "Collectives on neuron tensors: the ranks first exchange each collective's signature "
+       "(collective, sequence number, dtype, element counts, shapes), so a mismatched collective "
+       "fails on every rank naming both sides; 0 skips the exchange (one small all-gather each)."},
       {"NEURON_TEST_COMPILE_FAULT", "(unset)", "fail | slow",
        "For tests only: every group compile fails (fail), or takes 2 s longer (slow)."},
       {"NEURON_PROFILE", "(unset)", "a file path",
@@ -196,6 +200,9 @@ absl::StatusOr<Knobs> ParseKnobs(const EnvLookup& lookup) {
       return BadValue(Spec("NEURON_TARGET"), *v);
     }
     knobs.target = target;
+  }
+  if (absl::Status st = parse_bool("NEURON_DIST_CHECK", &knobs.dist_check); !st.ok()) {
+    return st;
   }
   if (absl::Status st = parse_bool("NEURON_LAUNCH_BLOCKING", &knobs.launch_blocking); !st.ok()) {
     return st;

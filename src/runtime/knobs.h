@@ -52,6 +52,7 @@ struct Knobs {
   bool bench_groups = false;        // NEURON_BENCH_GROUPS: compiled groups also run op by op, timed
   int64_t device_cache_bytes = int64_t{2} << 30;  // freed device blocks kept for reuse
   std::string profile_path;         // NEURON_PROFILE: empty = no whole-process profile
+  bool dist_check = true;           // collectives: ranks compare signatures first (trace/collective.h)
   std::string test_compile_fault;   // tests only: "fail" | "slow" | ""
   // Compiled-code caches (src/runtime/cache).
   std::string cache_dir;                     // disk tier root; empty: no disk tier

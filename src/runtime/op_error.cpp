@@ -23,6 +23,8 @@ absl::StatusCode CodeFor(ErrorKind kind) {
       return absl::StatusCode::kUnimplemented;
     case ErrorKind::kOutOfMemory:
       return absl::StatusCode::kResourceExhausted;
+    case ErrorKind::kDistBackend:
+      return absl::StatusCode::kUnavailable;
     case ErrorKind::kRuntime:
     case ErrorKind::kLinAlg:
       return absl::StatusCode::kInternal;
@@ -72,6 +74,8 @@ absl::Status StatusFromCurrentException() {
     return MakeOpError(ErrorKind::kLinAlg, e.what_without_backtrace());
   } catch (const c10::OutOfMemoryError& e) {
     return MakeOpError(ErrorKind::kOutOfMemory, e.what_without_backtrace());
+  } catch (const c10::DistBackendError& e) {
+    return MakeOpError(ErrorKind::kDistBackend, e.what_without_backtrace());
   } catch (const c10::Error& e) {
     return MakeOpError(ErrorKind::kRuntime, e.what_without_backtrace());
   } catch (const std::exception& e) {

@@ -13,7 +13,9 @@
 namespace trn::runtime {
 
 // The Python exception class eager PyTorch would raise (c10::Error subclasses).
-enum class ErrorKind { kRuntime, kIndex, kValue, kType, kNotImplemented, kLinAlg, kOutOfMemory };
+// kDistBackend: a collective's backend failed (a lost peer, the process group's timeout):
+// torch.distributed.DistBackendError.
+enum class ErrorKind { kRuntime, kIndex, kValue, kType, kNotImplemented, kLinAlg, kOutOfMemory, kDistBackend };
 
 absl::Status MakeOpError(ErrorKind kind, absl::string_view message);
 ErrorKind KindOf(const absl::Status& status);

@@ -56,6 +56,14 @@ void Stats::CountUnlowered(const std::string& op) {
   ++unlowered_ops_[op];
 }
 
+void Stats::CountCollective(const std::string& name, int64_t ns, int64_t bytes) {
+  absl::MutexLock lock(&mu_);
+  StatsSnapshot::Collective& c = collectives_[name];
+  ++c.count;
+  c.ns += ns;
+  c.bytes += bytes;
+}
+
 bool Stats::CountCompileFailure(const std::string& reason) {
   absl::MutexLock lock(&mu_);
   return ++compile_failures_[reason] == 1;
@@ -92,6 +100,7 @@ StatsSnapshot Stats::Snapshot() const {
   s.tier_ups = tier_ups_;
   s.unlowered_ops = unlowered_ops_;
   s.compile_failures = compile_failures_;
+  s.collectives = collectives_;
   return s;
 }
 
@@ -125,6 +134,7 @@ void Stats::Reset() {
   tier_ups_ = 0;
   unlowered_ops_.clear();
   compile_failures_.clear();
+  collectives_.clear();
 }
 
 }  // namespace trn::runtime

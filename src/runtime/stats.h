@@ -65,6 +65,15 @@ struct StatsSnapshot {
   int64_t host_ops[static_cast<int>(HostTime::kCount)] = {};
   std::map<std::string, int64_t> unlowered_ops;     // op -> ops run op by op for lack of a lowering
   std::map<std::string, int64_t> compile_failures;  // reason -> groups run op by op instead
+  // Collectives on device tensors (trace/collective.h), by collective: how many ran on the
+  // executor, the time it spent in them (signature check, transfer and waiting for the peers),
+  // and the bytes of their tensors.
+  struct Collective {
+    int64_t count = 0;
+    int64_t ns = 0;
+    int64_t bytes = 0;
+  };
+  std::map<std::string, Collective> collectives;
 };
 
 class Stats {
@@ -102,6 +111,7 @@ class Stats {
     host_ops_[static_cast<int>(t)].fetch_add(ops, std::memory_order_relaxed);
   }
   void CountUnlowered(const std::string& op);
+  void CountCollective(const std::string& name, int64_t ns, int64_t bytes);
   // Returns true the first time `reason` is counted (since the last Reset): log it then.
   bool CountCompileFailure(const std::string& reason);
   StatsSnapshot Snapshot() const;
@@ -135,6 +145,7 @@ class Stats {
   int64_t tier_ups_ ABSL_GUARDED_BY(mu_) = 0;
   std::map<std::string, int64_t> unlowered_ops_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, int64_t> compile_failures_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, StatsSnapshot::Collective> collectives_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace trn::runtime

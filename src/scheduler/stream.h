@@ -66,6 +66,12 @@ class Stream {
   runtime::Executor& executor() { return executor_; }
   GroupCompiler& compiler() { return compiler_; }
   runtime::cache::CacheStats& cache_stats() { return cache_stats_; }
+  // Hands the pending segment to the executor (compile and adaptive modes; nothing is pending in
+  // eager mode), with what the references at this point decide (SegmentRefs), and releases the
+  // units of kRetiredBatches flushes ago. Not a sync: nothing waits for the units to run.
+  // Collectives call it after recording (trace/collective.h). Returns the number of the last
+  // flush (this one, or the one before when nothing was pending).
+  uint64_t Flush();
   // adaptive mode: blocks until no background compile is queued or running (no-op otherwise).
   void WaitForCompiles();
   // Stops the background compilers (queued compiles are dropped). At exit.
@@ -76,10 +82,6 @@ class Stream {
   // Numbers `record` and submits it (eager) or appends it to the pending segment; returns
   // whether the segment should be flushed now (flush_policy_).
   bool Append(runtime::OpRecord record) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Hands the pending segment to the executor (with what the references at this point decide:
-  // SegmentRefs) and releases the units of kRetiredBatches flushes ago. Returns the number of the
-  // last flush (this one, or the one before when nothing was pending).
-  uint64_t Flush();
   // The executor thread, when a flushed segment's turn comes: cuts it into units, attaches (or
   // starts) their code.
   std::vector<runtime::ExecUnit> PlanSegment(std::vector<runtime::OpRecord> records, const SegmentRefs& refs);

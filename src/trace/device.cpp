@@ -12,12 +12,16 @@
 #include <c10/core/Allocator.h>
 #include <c10/core/CPUAllocator.h>
 #include <c10/core/impl/DeviceGuardImplInterface.h>
+#include <c10/core/impl/alloc_cpu.h>
 #include <torch/library.h>
 
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <typeinfo>
 
+#include "absl/container/flat_hash_set.h"
+#include "absl/synchronization/mutex.h"
 #include "runtime/host_view.h"
 #include "runtime/block_cache.h"
 #include "runtime/knobs.h"
@@ -63,7 +67,53 @@ class HostMemoryAllocator final : public c10::Allocator {
 
 HostMemoryAllocator g_allocator;
 
-// One device, index 0; no streams beyond the default one, no events.
+// "Pinned" host memory for staging copies: device memory is host memory, so any host block
+// serves; these blocks are remembered so that is_pinned() is true for them (DDP's reducer
+// asserts it of the buffer it stages its used-parameter map through). Rarely allocated.
+class PinnedAllocator final : public c10::Allocator {
+ public:
+  c10::DataPtr allocate(size_t n) override {
+    void* p = n == 0 ? nullptr : c10::alloc_cpu(n);
+    if (p != nullptr) {
+      absl::MutexLock lock(&Mu());
+      Live().insert(p);
+    }
+    return {p, p, &Free, c10::Device(c10::DeviceType::CPU)};
+  }
+  c10::DeleterFnPtr raw_deleter() const override { return &Free; }
+  void copy_data(void* dest, const void* src, std::size_t count) const override {
+    default_copy_data(dest, src, count);
+  }
+  static bool Contains(const void* p) {
+    absl::MutexLock lock(&Mu());
+    return Live().contains(p);
+  }
+
+ private:
+  static absl::Mutex& Mu() {
+    static auto* mu = new absl::Mutex();
+    return *mu;
+  }
+  static absl::flat_hash_set<const void*>& Live() {  // (never iterated)
+    static auto* live = new absl::flat_hash_set<const void*>();
+    return *live;
+  }
+  static void Free(void* p) {
+    {
+      absl::MutexLock lock(&Mu());
+      Live().erase(p);
+    }
+    c10::free_cpu(p);
+  }
+};
+
+PinnedAllocator g_pinned_allocator;
+
+// One device, index 0, with one in-order stream: the device's op stream. Stream objects of other
+// ids (torch.Stream, FSDP2's all-gather and reduce-scatter streams) all name that stream, so a
+// wait between streams or on an event is implied by stream order and costs nothing; an event's
+// query or synchronize looks at (or waits for) everything recorded so far, which covers the
+// ops recorded before the event. Events carry no state.
 class NeuronGuardImpl final : public c10::impl::DeviceGuardImplInterface {
  public:
   c10::DeviceType type() const override { return c10::DeviceType::PrivateUse1; }
@@ -71,9 +121,24 @@ class NeuronGuardImpl final : public c10::impl::DeviceGuardImplInterface {
   c10::Device getDevice() const override { return c10::Device(c10::DeviceType::PrivateUse1, 0); }
   void setDevice(c10::Device d) const override { Current(d); }
   void uncheckedSetDevice(c10::Device) const noexcept override {}
-  c10::Stream getStream(c10::Device d) const override { return c10::Stream(c10::Stream::DEFAULT, d); }
-  c10::Stream exchangeStream(c10::Stream s) const override { return s; }
+  c10::Stream getStream(c10::Device d) const override { return c10::Stream(c10::Stream::DEFAULT, Current(d)); }
+  c10::Stream getNewStream(c10::Device d, int /*priority*/) const override {
+    return c10::Stream(c10::Stream::UNSAFE, Current(d), next_stream_id_.fetch_add(1, std::memory_order_relaxed));
+  }
+  c10::Stream getStreamFromGlobalPool(c10::Device d, bool /*high_priority*/) const override {
+    return getNewStream(d, 0);
+  }
+  c10::Stream exchangeStream(c10::Stream s) const override { return getStream(s.device()); }
   c10::DeviceIndex deviceCount() const noexcept override { return 1; }
+  void record(void** /*event*/, const c10::Stream& /*stream*/, const c10::DeviceIndex /*device_index*/,
+              const c10::EventFlag /*flag*/) const override {}
+  void block(void* /*event*/, const c10::Stream& /*stream*/) const override {}
+  void destroyEvent(void* /*event*/, const c10::DeviceIndex /*device_index*/) const noexcept override {}
+  bool queryEvent(void* /*event*/) const override { return Idle(); }
+  bool queryStream(const c10::Stream& /*stream*/) const override { return Idle(); }
+  void synchronizeEvent(void* /*event*/) const override { SyncOrThrow("event"); }
+  void synchronizeStream(const c10::Stream& /*stream*/) const override { SyncOrThrow("stream"); }
+  void synchronizeDevice(const c10::DeviceIndex /*device_index*/) const override { SyncOrThrow("user"); }
 
  private:
   static c10::Device Current(c10::Device d) {
@@ -81,6 +146,13 @@ class NeuronGuardImpl final : public c10::impl::DeviceGuardImplInterface {
                 " is out of range (this runtime exposes one device, neuron:0)");
     return c10::Device(c10::DeviceType::PrivateUse1, 0);
   }
+  // Everything recorded so far has run (pending ops are handed to the executor first).
+  static bool Idle() {
+    DeviceState& state = State();
+    state.stream.Flush();
+    return state.stream.executor().Pending() == 0;
+  }
+  static inline std::atomic<c10::StreamId> next_stream_id_{1};
 };
 
 // Random ops execute with CPU kernels, so device generators are CPU generator implementations.
@@ -94,12 +166,18 @@ class NeuronHooks final : public at::PrivateUse1HooksInterface {
   }
   at::Device getDeviceFromPtr(void*) const override { return c10::Device(c10::DeviceType::PrivateUse1, 0); }
   bool hasPrimaryContext(c10::DeviceIndex) const override { return true; }
-  // Device -> host copies with non_blocking=True ask for a pinned staging buffer; device memory
-  // is host memory here, so plain CPU memory serves.
-  c10::Allocator* getPinnedMemoryAllocator() const override { return c10::GetCPUAllocator(); }
+  // Device -> host copies with non_blocking=True ask for a pinned staging buffer.
+  c10::Allocator* getPinnedMemoryAllocator() const override { return &g_pinned_allocator; }
+  bool isPinnedPtr(const void* data) const override { return PinnedAllocator::Contains(data); }
   c10::DeviceIndex deviceCount() const override { return 1; }
   c10::DeviceIndex getCurrentDevice() const override { return 0; }
   void resizePrivateUse1Bytes(const c10::Storage& storage, size_t newsize) const override {
+    // untyped_storage().resize_(): queued ops read and write the storage's memory when they run,
+    // so they must run before it moves or goes (FSDP2 frees its unsharded parameters' storages
+    // after each use and allocates them again: growing from 0 bytes needs no wait).
+    if (storage.nbytes() != 0) {
+      SyncOrThrow("resize_storage");
+    }
     at::native::resize_bytes_cpu(storage.unsafeGetStorageImpl(), newsize);
   }
 };

@@ -80,6 +80,8 @@ void ThrowIfError(const absl::Status& status) {
       throw c10::LinAlgError(loc, msg);
     case runtime::ErrorKind::kOutOfMemory:
       throw c10::OutOfMemoryError(loc, msg);
+    case runtime::ErrorKind::kDistBackend:
+      throw c10::DistBackendError(loc, msg);
     case runtime::ErrorKind::kRuntime:
       break;
   }
