@@ -192,7 +192,11 @@ void Stream::RefreshRemote() {
   runtime::cache::RemoteTier* remote = compiler_.remote();
   if (remote == nullptr || remote->known_store() != nullptr) return;
   const int64_t now = runtime::MonotonicNs();
-  if (remote_refreshed_ns_ >= 0 && now - remote_refreshed_ns_ < kRemoteRefreshNs) return;
+  // Throttled until a process group exists; then asked at every flush until the store is found.
+  if (!runtime::cache::ProcessGroupCreated() && remote_refreshed_ns_ >= 0 &&
+      now - remote_refreshed_ns_ < kRemoteRefreshNs) {
+    return;
+  }
   remote_refreshed_ns_ = now;
   compiler_.RefreshRemote();
 }

@@ -89,7 +89,8 @@ class Stream {
   // Destroys the finished units of flushes <= batch and gives up their references.
   void ReleaseThrough(uint64_t batch);
   // Looks for torch.distributed's store while none is known (on the flushing thread: finding it
-  // may take the GIL and import a module; at most every kRemoteRefreshNs).
+  // may take the GIL and import a module; at most every kRemoteRefreshNs until a process group
+  // has been created, at every flush after).
   void RefreshRemote() ABSL_EXCLUSIVE_LOCKS_REQUIRED(flush_mu_);
   void ExplainMiss(const std::string& key_hex, const std::vector<runtime::OpRecord>& ops);
 

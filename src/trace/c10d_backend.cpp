@@ -12,6 +12,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
 #include "runtime/blocking.h"
+#include "runtime/cache/remote_tier.h"
 #include "trace/collective.h"
 #include "trace/device_state.h"
 
@@ -373,6 +374,7 @@ void AttachFromOp(const c10::intrusive_ptr<c10d::ProcessGroup>& holder) { Attach
 }  // namespace
 
 void AttachNeuronBackend(const c10::intrusive_ptr<c10d::ProcessGroup>& holder) {
+  runtime::cache::NoteProcessGroupCreated();  // the compile cache looks for the job's store now
   c10::intrusive_ptr<c10d::Backend> gloo = holder->getBackend(c10::DeviceType::CPU);
   auto backend = c10::make_intrusive<NeuronBackend>(std::move(gloo));
   holder->setBackend(c10::DeviceType::PrivateUse1, c10d::ProcessGroup::BackendType::CUSTOM, backend);

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <csignal>
 
@@ -32,6 +33,8 @@ int64_t LeaseExpiry(const std::string& value) {
 absl::Mutex g_provider_mu;
 RemoteStoreProvider* g_provider ABSL_GUARDED_BY(g_provider_mu) = nullptr;
 
+std::atomic<bool> g_process_group_created{false};
+
 RemoteStoreProvider GlobalProvider() {
   absl::MutexLock lock(&g_provider_mu);
   return g_provider == nullptr ? RemoteStoreProvider() : *g_provider;
@@ -44,6 +47,10 @@ void SetRemoteStoreProvider(RemoteStoreProvider provider) {
   delete g_provider;
   g_provider = new RemoteStoreProvider(std::move(provider));
 }
+
+void NoteProcessGroupCreated() { g_process_group_created.store(true, std::memory_order_release); }
+
+bool ProcessGroupCreated() { return g_process_group_created.load(std::memory_order_acquire); }
 
 RemoteTier::RemoteTier(RemoteOptions options, RemoteStoreProvider provider, CacheStats* stats)
     : options_(std::move(options)), provider_(std::move(provider)), stats_(stats) {}

@@ -50,6 +50,12 @@ class RemoteStore {
 using RemoteStoreProvider = std::function<std::shared_ptr<RemoteStore>()>;
 // The process-wide provider (set once by the Python extension at import; thread-safe).
 void SetRemoteStoreProvider(RemoteStoreProvider provider);
+// A torch.distributed process group was created in this process (the device's c10d backend is
+// attached to each one): from then on a flush asks the provider for the store every time until it
+// has one, instead of at most every few tens of milliseconds (a build started in between would be
+// compiled by every rank). Thread-safe.
+void NoteProcessGroupCreated();
+bool ProcessGroupCreated();
 
 struct RemoteOptions {
   double lease_s = 30;
