@@ -21,6 +21,7 @@
 #include "runtime/op_trace.h"
 #include "runtime/op_error.h"
 #include "trace/autograd_barrier.h"
+#include "trace/cpp_meta.h"
 #include "trace/device_state.h"
 #include "trace/fallback.h"
 
@@ -127,6 +128,7 @@ py::dict Stats() {
   py::dict out;
   out["meta_cache_hits"] = state.meta_cache.hits();
   out["meta_cache_misses"] = state.meta_cache.misses();
+  out["meta_kernels_cpp"] = trace::CppMetaCalls();
   out["ops_recorded"] = s.ops_recorded;
   out["ops_executed"] = s.ops_executed;
   out["views"] = s.views;
@@ -327,6 +329,8 @@ PYBIND11_MODULE(_C, m) {
         "Hex keys of the groups compiled in this process, in compile order.");
   m.def("compile_millis", [] { return StateOrRaise().stream.compiler().CompileMillis(); },
         "Wall milliseconds of each group compile in this process (MLIR -> object -> loaded).");
+  m.def("cpp_meta_ops", &trn::trace::CppMetaOps,
+        "Operators whose output geometry comes from PyTorch's C++ Meta functions (no Python).");
   m.def("lowered_ops", [] { return trn::mlir_lowering::LoweringRegistry::Global().Names(); },
         "ATen ops with a lowering (schema names; overloads and in-place forms count once).");
   m.def("wait_for_compiles", [] { StateOrRaise().stream.WaitForCompiles(); },

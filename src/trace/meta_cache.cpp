@@ -5,6 +5,7 @@
 #include "absl/strings/match.h"
 
 #include "runtime/host_view.h"
+#include "trace/cpp_meta.h"
 #include "trace/snapshot.h"
 
 namespace trn::trace {
@@ -167,7 +168,13 @@ MetaOutcome InferWithMeta(const c10::OperatorHandle& op, const std::vector<c10::
   }
   std::vector<c10::IValue> twins = stack;  // in-place ops restride these
   try {
-    op.callBoxed(&stack);
+    // PyTorch's C++ structured Meta function where cpp_meta.h has it (no Python), else the
+    // dispatcher's Meta kernel (in torch 2.14 mostly Python).
+    if (const c10::KernelFunction* cpp = CppMetaKernel(op, args)) {
+      cpp->callBoxed(op, c10::DispatchKeySet(c10::DispatchKey::Meta), &stack);
+    } else {
+      op.callBoxed(&stack);
+    }
   } catch (const std::exception& e) {
     const std::string msg = e.what();
     out.fallback_reason = msg.find("Meta") != std::string::npos ? "no Meta kernel" : "Meta kernel raised";

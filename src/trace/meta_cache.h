@@ -3,7 +3,8 @@
 // cannot see tensor data, so its outcome is a pure function of the op, the arguments' geometry
 // (sizes, strides, offset, storage extent, dtype, conj/neg bits) and the non-tensor arguments.
 // A training loop issues the same ops with the same geometry every step: after the first step,
-// recording needs no Meta kernel at all.
+// recording needs no Meta kernel at all. For the ops of cpp_meta.h, a miss runs PyTorch's C++
+// structured Meta function instead of the (Python) dispatcher kernel.
 //
 // Thread-safe: Find/Insert take one mutex (recording threads only; entries are immutable).
 #pragma once

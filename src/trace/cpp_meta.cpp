@@ -1,0 +1,292 @@
+#include "trace/cpp_meta.h"
+
+#include <ATen/core/Tensor.h>
+#include <ATen/core/boxing/KernelFunction.h>
+#include <ATen/ops/_log_softmax_backward_data_meta_dispatch.h>
+#include <ATen/ops/_log_softmax_meta_dispatch.h>
+#include <ATen/ops/_softmax_backward_data_meta_dispatch.h>
+#include <ATen/ops/_softmax_meta_dispatch.h>
+#include <ATen/ops/add_meta_dispatch.h>
+#include <ATen/ops/addcdiv_meta_dispatch.h>
+#include <ATen/ops/addcmul_meta_dispatch.h>
+#include <ATen/ops/addmm_meta_dispatch.h>
+#include <ATen/ops/amax_meta_dispatch.h>
+#include <ATen/ops/amin_meta_dispatch.h>
+#include <ATen/ops/argmax_meta_dispatch.h>
+#include <ATen/ops/avg_pool2d_backward_meta_dispatch.h>
+#include <ATen/ops/avg_pool2d_meta_dispatch.h>
+#include <ATen/ops/baddbmm_meta_dispatch.h>
+#include <ATen/ops/bitwise_not_meta_dispatch.h>
+#include <ATen/ops/bmm_meta_dispatch.h>
+#include <ATen/ops/clamp_meta_dispatch.h>
+#include <ATen/ops/clamp_min_meta_dispatch.h>
+#include <ATen/ops/cos_meta_dispatch.h>
+#include <ATen/ops/div_meta_dispatch.h>
+#include <ATen/ops/eq_meta_dispatch.h>
+#include <ATen/ops/erf_meta_dispatch.h>
+#include <ATen/ops/exp_meta_dispatch.h>
+#include <ATen/ops/fill_meta_dispatch.h>
+#include <ATen/ops/ge_meta_dispatch.h>
+#include <ATen/ops/gelu_backward_meta_dispatch.h>
+#include <ATen/ops/gelu_meta_dispatch.h>
+#include <ATen/ops/gt_meta_dispatch.h>
+#include <ATen/ops/le_meta_dispatch.h>
+#include <ATen/ops/lerp_meta_dispatch.h>
+#include <ATen/ops/log_meta_dispatch.h>
+#include <ATen/ops/lt_meta_dispatch.h>
+#include <ATen/ops/max_pool2d_with_indices_backward_meta_dispatch.h>
+#include <ATen/ops/max_pool2d_with_indices_meta_dispatch.h>
+#include <ATen/ops/maximum_meta_dispatch.h>
+#include <ATen/ops/mean_meta_dispatch.h>
+#include <ATen/ops/minimum_meta_dispatch.h>
+#include <ATen/ops/mm_meta_dispatch.h>
+#include <ATen/ops/mul_meta_dispatch.h>
+#include <ATen/ops/ne_meta_dispatch.h>
+#include <ATen/ops/neg_meta_dispatch.h>
+#include <ATen/ops/nll_loss_backward_meta_dispatch.h>
+#include <ATen/ops/nll_loss_forward_meta_dispatch.h>
+#include <ATen/ops/pow_meta_dispatch.h>
+#include <ATen/ops/reciprocal_meta_dispatch.h>
+#include <ATen/ops/rsqrt_meta_dispatch.h>
+#include <ATen/ops/sigmoid_backward_meta_dispatch.h>
+#include <ATen/ops/sigmoid_meta_dispatch.h>
+#include <ATen/ops/silu_backward_meta_dispatch.h>
+#include <ATen/ops/silu_meta_dispatch.h>
+#include <ATen/ops/sin_meta_dispatch.h>
+#include <ATen/ops/sqrt_meta_dispatch.h>
+#include <ATen/ops/sub_meta_dispatch.h>
+#include <ATen/ops/sum_meta_dispatch.h>
+#include <ATen/ops/tanh_backward_meta_dispatch.h>
+#include <ATen/ops/tanh_meta_dispatch.h>
+#include <ATen/ops/threshold_backward_meta_dispatch.h>
+#include <ATen/ops/zero_meta_dispatch.h>
+#include <c10/core/ScalarType.h>
+
+#include <atomic>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+
+namespace trn::trace {
+namespace {
+
+using T = at::Tensor;
+using CT = const at::Tensor&;
+using S = const at::Scalar&;
+using OS = const std::optional<at::Scalar>&;
+using OT = const std::optional<at::Tensor>&;
+using IA = at::IntArrayRef;
+
+struct Entry {
+  c10::KernelFunction kernel;
+  bool floating_only = false;  // the first argument must be a floating-point tensor
+};
+
+using Table = absl::flat_hash_map<std::string, Entry>;
+
+template <class Sig>
+void Add(Table* t, const char* name, Sig* fn, bool floating_only = false) {
+  t->emplace(name, Entry{c10::KernelFunction::makeFromUnboxedRuntimeFunction(fn), floating_only});
+}
+
+// relu has no structured Meta function; on floating-point tensors its result is clamp_min(x, 0)'s
+// (same dtype, TensorIterator layout). Other dtypes keep the dispatcher's kernel (and its errors).
+T ReluMeta(CT self) { return at::meta::clamp_min(self, 0); }
+T& ReluMetaInplace(T& self) { return at::meta::clamp_min_(self, 0); }
+
+// Functional, out= and in-place forms of a structured op: "aten::<op><f>", "<op>.<out>", "<op>_<i>".
+#define TRN_UNARY(op)                                                  \
+  Add<T(CT)>(&t, "aten::" #op, &at::meta::op);                         \
+  Add<T&(CT, T&)>(&t, "aten::" #op ".out", &at::meta::op##_outf);      \
+  Add<T&(T&)>(&t, "aten::" #op "_", &at::meta::op##_)
+#define TRN_BINARY(op, fn_overload, out_overload, inplace_overload)                            \
+  Add<T(CT, CT)>(&t, "aten::" #op fn_overload, &at::meta::op);                                 \
+  Add<T&(CT, CT, T&)>(&t, "aten::" #op out_overload, &at::meta::op##_outf);                    \
+  Add<T&(T&, CT)>(&t, "aten::" #op "_" inplace_overload, &at::meta::op##_)
+#define TRN_BINARY_ALPHA(op)                                                   \
+  Add<T(CT, CT, S)>(&t, "aten::" #op ".Tensor", &at::meta::op);                \
+  Add<T&(CT, CT, S, T&)>(&t, "aten::" #op ".out", &at::meta::op##_outf);       \
+  Add<T&(T&, CT, S)>(&t, "aten::" #op "_.Tensor", &at::meta::op##_)
+#define TRN_COMPARE(op)                                                      \
+  TRN_BINARY(op, ".Tensor", ".Tensor_out", ".Tensor");                       \
+  Add<T(CT, S)>(&t, "aten::" #op ".Scalar", &at::meta::op);                  \
+  Add<T&(CT, S, T&)>(&t, "aten::" #op ".Scalar_out", &at::meta::op##_outf);  \
+  Add<T&(T&, S)>(&t, "aten::" #op "_.Scalar", &at::meta::op##_)
+#define TRN_BACKWARD(op)                                           \
+  Add<T(CT, CT)>(&t, "aten::" #op, &at::meta::op);                 \
+  Add<T&(CT, CT, T&)>(&t, "aten::" #op ".grad_input", &at::meta::op##_outf)
+#define TRN_POINTWISE3(op)                                                  \
+  Add<T(CT, CT, CT, S)>(&t, "aten::" #op, &at::meta::op);                   \
+  Add<T&(CT, CT, CT, S, T&)>(&t, "aten::" #op ".out", &at::meta::op##_outf); \
+  Add<T&(T&, CT, CT, S)>(&t, "aten::" #op "_", &at::meta::op##_)
+#define TRN_MATMUL(op)                                            \
+  Add<T(CT, CT)>(&t, "aten::" #op, &at::meta::op);                \
+  Add<T&(CT, CT, T&)>(&t, "aten::" #op ".out", &at::meta::op##_outf)
+#define TRN_ADDMATMUL(op)                                                     \
+  Add<T(CT, CT, CT, S, S)>(&t, "aten::" #op, &at::meta::op);                  \
+  Add<T&(CT, CT, CT, S, S, T&)>(&t, "aten::" #op ".out", &at::meta::op##_outf); \
+  Add<T&(T&, CT, CT, S, S)>(&t, "aten::" #op "_", &at::meta::op##_)
+#define TRN_AMAX(op)                                                  \
+  Add<T(CT, IA, bool)>(&t, "aten::" #op, &at::meta::op);              \
+  Add<T&(CT, IA, bool, T&)>(&t, "aten::" #op ".out", &at::meta::op##_outf)
+#define TRN_SOFTMAX(op)                                                     \
+  Add<T(CT, int64_t, bool)>(&t, "aten::" #op, &at::meta::op);               \
+  Add<T&(CT, int64_t, bool, T&)>(&t, "aten::" #op ".out", &at::meta::op##_outf)
+#define TRN_SOFTMAX_BACKWARD(op)                                                         \
+  Add<T(CT, CT, int64_t, at::ScalarType)>(&t, "aten::" #op, &at::meta::op);              \
+  Add<T&(CT, CT, int64_t, at::ScalarType, T&)>(&t, "aten::" #op ".out", &at::meta::op##_outf)
+
+Table Build() {
+  Table t;
+  TRN_UNARY(neg);
+  TRN_UNARY(exp);
+  TRN_UNARY(log);
+  TRN_UNARY(sqrt);
+  TRN_UNARY(rsqrt);
+  TRN_UNARY(reciprocal);
+  TRN_UNARY(tanh);
+  TRN_UNARY(sigmoid);
+  TRN_UNARY(silu);
+  TRN_UNARY(sin);
+  TRN_UNARY(cos);
+  TRN_UNARY(erf);
+  TRN_UNARY(bitwise_not);
+  Add<T(CT)>(&t, "aten::relu", &ReluMeta, /*floating_only=*/true);
+  Add<T&(T&)>(&t, "aten::relu_", &ReluMetaInplace, /*floating_only=*/true);
+  Add<T(CT, c10::string_view)>(&t, "aten::gelu", &at::meta::gelu);
+  Add<T&(CT, c10::string_view, T&)>(&t, "aten::gelu.out", &at::meta::gelu_outf);
+  Add<T&(T&, c10::string_view)>(&t, "aten::gelu_", &at::meta::gelu_);
+
+  TRN_BINARY_ALPHA(add);
+  TRN_BINARY_ALPHA(sub);
+  TRN_BINARY(mul, ".Tensor", ".out", ".Tensor");
+  TRN_BINARY(div, ".Tensor", ".out", ".Tensor");
+  Add<T(CT, CT)>(&t, "aten::maximum", &at::meta::maximum);
+  Add<T&(CT, CT, T&)>(&t, "aten::maximum.out", &at::meta::maximum_outf);
+  Add<T(CT, CT)>(&t, "aten::minimum", &at::meta::minimum);
+  Add<T&(CT, CT, T&)>(&t, "aten::minimum.out", &at::meta::minimum_outf);
+  TRN_COMPARE(eq);
+  TRN_COMPARE(ne);
+  TRN_COMPARE(lt);
+  TRN_COMPARE(le);
+  TRN_COMPARE(gt);
+  TRN_COMPARE(ge);
+  Add<T(CT, S)>(&t, "aten::pow.Tensor_Scalar", &at::meta::pow);
+  Add<T&(CT, S, T&)>(&t, "aten::pow.Tensor_Scalar_out", &at::meta::pow_outf);
+  Add<T&(T&, S)>(&t, "aten::pow_.Scalar", &at::meta::pow_);
+  Add<T(CT, CT)>(&t, "aten::pow.Tensor_Tensor", &at::meta::pow);
+  Add<T&(CT, CT, T&)>(&t, "aten::pow.Tensor_Tensor_out", &at::meta::pow_outf);
+  Add<T&(T&, CT)>(&t, "aten::pow_.Tensor", &at::meta::pow_);
+  Add<T(CT, S)>(&t, "aten::clamp_min", &at::meta::clamp_min);
+  Add<T&(CT, S, T&)>(&t, "aten::clamp_min.out", &at::meta::clamp_min_outf);
+  Add<T&(T&, S)>(&t, "aten::clamp_min_", &at::meta::clamp_min_);
+  Add<T(CT, OS, OS)>(&t, "aten::clamp", &at::meta::clamp);
+  Add<T&(CT, OS, OS, T&)>(&t, "aten::clamp.out", &at::meta::clamp_outf);
+  Add<T&(T&, OS, OS)>(&t, "aten::clamp_", &at::meta::clamp_);
+
+  TRN_BACKWARD(tanh_backward);
+  TRN_BACKWARD(sigmoid_backward);
+  TRN_BACKWARD(silu_backward);
+  Add<T(CT, CT, S)>(&t, "aten::threshold_backward", &at::meta::threshold_backward);
+  Add<T&(CT, CT, S, T&)>(&t, "aten::threshold_backward.grad_input", &at::meta::threshold_backward_outf);
+  Add<T(CT, CT, c10::string_view)>(&t, "aten::gelu_backward", &at::meta::gelu_backward);
+  Add<T&(CT, CT, c10::string_view, T&)>(&t, "aten::gelu_backward.grad_input", &at::meta::gelu_backward_outf);
+
+  TRN_POINTWISE3(addcmul);
+  TRN_POINTWISE3(addcdiv);
+  Add<T(CT, CT, S)>(&t, "aten::lerp.Scalar", &at::meta::lerp);
+  Add<T&(CT, CT, S, T&)>(&t, "aten::lerp.Scalar_out", &at::meta::lerp_outf);
+  Add<T&(T&, CT, S)>(&t, "aten::lerp_.Scalar", &at::meta::lerp_);
+  Add<T&(T&, S)>(&t, "aten::fill_.Scalar", &at::meta::fill_);
+  Add<T&(T&)>(&t, "aten::zero_", &at::meta::zero_);
+
+  using Reduce = T(CT, at::OptionalIntArrayRef, bool, std::optional<at::ScalarType>);
+  using ReduceOut = T&(CT, at::OptionalIntArrayRef, bool, std::optional<at::ScalarType>, T&);
+  Add<Reduce>(&t, "aten::sum.dim_IntList", &at::meta::sum);
+  Add<ReduceOut>(&t, "aten::sum.IntList_out", &at::meta::sum_outf);
+  Add<Reduce>(&t, "aten::mean.dim", &at::meta::mean);
+  Add<ReduceOut>(&t, "aten::mean.out", &at::meta::mean_outf);
+  TRN_AMAX(amax);
+  TRN_AMAX(amin);
+  Add<T(CT, std::optional<int64_t>, bool)>(&t, "aten::argmax", &at::meta::argmax);
+  Add<T&(CT, std::optional<int64_t>, bool, T&)>(&t, "aten::argmax.out", &at::meta::argmax_outf);
+  TRN_SOFTMAX(_softmax);
+  TRN_SOFTMAX(_log_softmax);
+  TRN_SOFTMAX_BACKWARD(_softmax_backward_data);
+  TRN_SOFTMAX_BACKWARD(_log_softmax_backward_data);
+
+  TRN_MATMUL(mm);
+  TRN_MATMUL(bmm);
+  TRN_ADDMATMUL(addmm);
+  TRN_ADDMATMUL(baddbmm);
+
+  Add<std::tuple<T, T>(CT, CT, OT, int64_t, int64_t)>(&t, "aten::nll_loss_forward", &at::meta::nll_loss_forward);
+  Add<std::tuple<T&, T&>(CT, CT, OT, int64_t, int64_t, T&, T&)>(&t, "aten::nll_loss_forward.output",
+                                                                   &at::meta::nll_loss_forward_outf);
+  Add<T(CT, CT, CT, OT, int64_t, int64_t, CT)>(&t, "aten::nll_loss_backward", &at::meta::nll_loss_backward);
+  Add<T&(CT, CT, CT, OT, int64_t, int64_t, CT, T&)>(&t, "aten::nll_loss_backward.grad_input",
+                                                    &at::meta::nll_loss_backward_outf);
+  Add<std::tuple<T, T>(CT, IA, IA, IA, IA, bool)>(&t, "aten::max_pool2d_with_indices",
+                                                  &at::meta::max_pool2d_with_indices);
+  Add<std::tuple<T&, T&>(CT, IA, IA, IA, IA, bool, T&, T&)>(&t, "aten::max_pool2d_with_indices.out",
+                                                            &at::meta::max_pool2d_with_indices_outf);
+  Add<T(CT, CT, IA, IA, IA, IA, bool, CT)>(&t, "aten::max_pool2d_with_indices_backward",
+                                           &at::meta::max_pool2d_with_indices_backward);
+  Add<T&(CT, CT, IA, IA, IA, IA, bool, CT, T&)>(&t, "aten::max_pool2d_with_indices_backward.grad_input",
+                                                &at::meta::max_pool2d_with_indices_backward_outf);
+  Add<T(CT, IA, IA, IA, bool, bool, std::optional<int64_t>)>(&t, "aten::avg_pool2d", &at::meta::avg_pool2d);
+  Add<T&(CT, IA, IA, IA, bool, bool, std::optional<int64_t>, T&)>(&t, "aten::avg_pool2d.out",
+                                                                  &at::meta::avg_pool2d_outf);
+  Add<T(CT, CT, IA, IA, IA, bool, bool, std::optional<int64_t>)>(&t, "aten::avg_pool2d_backward",
+                                                                 &at::meta::avg_pool2d_backward);
+  Add<T&(CT, CT, IA, IA, IA, bool, bool, std::optional<int64_t>, T&)>(
+      &t, "aten::avg_pool2d_backward.grad_input", &at::meta::avg_pool2d_backward_outf);
+  return t;
+}
+
+#undef TRN_UNARY
+#undef TRN_BINARY
+#undef TRN_BINARY_ALPHA
+#undef TRN_COMPARE
+#undef TRN_BACKWARD
+#undef TRN_POINTWISE3
+#undef TRN_MATMUL
+#undef TRN_ADDMATMUL
+#undef TRN_AMAX
+#undef TRN_SOFTMAX
+#undef TRN_SOFTMAX_BACKWARD
+
+std::atomic<int64_t> g_calls{0};
+
+const Table& TheTable() {
+  static const Table* table = new Table(Build());
+  return *table;
+}
+
+}  // namespace
+
+const c10::KernelFunction* CppMetaKernel(const c10::OperatorHandle& op, const std::vector<c10::IValue>& args) {
+  const Table& table = TheTable();
+  auto it = table.find(c10::toString(op.operator_name()));
+  if (it == table.end()) return nullptr;
+  if (it->second.floating_only &&
+      (args.empty() || !args[0].isTensor() || !at::isFloatingType(args[0].toTensor().scalar_type()))) {
+    return nullptr;
+  }
+  g_calls.fetch_add(1, std::memory_order_relaxed);
+  return &it->second.kernel;
+}
+
+int64_t CppMetaCalls() { return g_calls.load(std::memory_order_relaxed); }
+
+std::vector<std::string> CppMetaOps() {
+  std::vector<std::string> names;
+  for (const auto& [name, entry] : TheTable()) names.push_back(name);
+  return names;
+}
+
+}  // namespace trn::trace
