@@ -154,6 +154,13 @@ const std::vector<KnobSpec>& KnobSpecs() {
        "auto: when torch.distributed is initialised with more than one rank, ranks share "
        "compiles through the process group's store (one rank compiles a group, the others fetch "
        "it). 0: every rank compiles for itself."},
+      {"NEURON_CACHE_SECRET", "(unset)", "a string of >= 16 characters",
+       "Distributed cache: the per-job secret that signs the builds ranks share through the "
+       "store (HMAC-SHA256; the store itself is unauthenticated). Set it to the same value on "
+       "every rank, e.g. `export NEURON_CACHE_SECRET=$(openssl rand -hex 32)` before torchrun; "
+       "needed when ranks span hosts. Unset: a per-user file only the user can read "
+       "($XDG_CONFIG_HOME or ~/.config /torch_trn/cache_secret, created on first use). Never "
+       "printed (docs/cache.md)."},
       {"NEURON_CACHE_LEASE_S", "30", "number > 0",
        "Distributed cache: a rank's claim on a group it compiles expires this many seconds after "
        "its last heartbeat (heartbeats every third of it), so another rank compiles it if the "
@@ -321,6 +328,12 @@ absl::StatusOr<Knobs> ParseKnobs(const EnvLookup& lookup) {
     } else {
       return BadValue(Spec("NEURON_CACHE_DISTRIBUTED"), *v);
     }
+  }
+  if (auto v = lookup("NEURON_CACHE_SECRET")) {
+    if (!v->empty() && v->size() < 16) {
+      return absl::InvalidArgumentError("NEURON_CACHE_SECRET must be at least 16 characters long");
+    }
+    knobs.cache_secret = *v;
   }
   if (auto v = lookup("NEURON_CACHE_LEASE_S")) {
     double s = 0;

@@ -61,6 +61,7 @@ struct Knobs {
   int64_t cache_mem_entries = 4096;
   int64_t cache_mem_bytes = int64_t{1} << 30;
   bool cache_distributed = true;             // "auto": share through torch.distributed's store
+  std::string cache_secret;                  // distributed builds' HMAC secret ("" = the per-user file)
   double cache_lease_s = 30;                 // distributed lease lifetime after the last heartbeat
   int64_t cache_poll_ms = 50;                // how often a waiting rank polls the store
   std::string test_cache_fault;              // tests only: "kill_mid_write" | "kill_after_claim" | ""

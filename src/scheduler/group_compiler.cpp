@@ -228,7 +228,7 @@ std::optional<runtime::CodeSlot::Code> GroupCompiler::Find(const CompileRequest&
   if (store == nullptr) return std::nullopt;
   // Peek only: a published build is fetched; nothing is claimed.
   const std::string name = RemoteName(request, levels);
-  absl::StatusOr<std::optional<std::string>> done = store->Get(name + "/done");
+  absl::StatusOr<std::optional<std::string>> done = remote_->Done(name);
   if (!done.ok() || !done->has_value() || !absl::StartsWith(**done, "ok:")) return std::nullopt;
   return FromPeer(request, name, (*done)->substr(3), levels, tier);
 }

@@ -1,5 +1,7 @@
 #include "scheduler/stream.h"
 
+#include <unistd.h>
+
 #include <cstdint>
 #include <fstream>
 #include <functional>
@@ -7,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "runtime/blocking.h"
+#include "runtime/cache/remote_auth.h"
 #include "runtime/log.h"
 #include "runtime/op_runner.h"
 #include "runtime/op_trace.h"
@@ -42,7 +45,13 @@ CompilerOptions CompilerOptionsOf(const runtime::Knobs& knobs) {
                                               knobs.test_cache_uid, knobs.test_cache_fault};
     o.distributed = knobs.cache_distributed;
   }
-  o.remote = runtime::cache::RemoteOptions{knobs.cache_lease_s, knobs.cache_poll_ms, knobs.test_cache_fault};
+  o.remote = runtime::cache::RemoteOptions{knobs.cache_lease_s,
+                                           knobs.cache_poll_ms,
+                                           knobs.test_cache_fault,
+                                           knobs.cache_secret,
+                                           runtime::cache::DefaultSecretFile(),
+                                           knobs.test_cache_uid >= 0 ? knobs.test_cache_uid
+                                                                     : static_cast<int64_t>(::geteuid())};
   o.target = knobs.target;
   return o;
 }

@@ -18,6 +18,7 @@
 #include "runtime/cache/remote_tier.h"
 #include "runtime/code_cache.h"
 #include "scheduler/miss_explainer.h"
+#include "fake_store.h"
 
 #include <catch2/catch.hpp>
 
@@ -285,55 +286,16 @@ TEST_CASE("memory tier: LRU by entries and bytes, never evicting a slot being bu
   CHECK(created);  // p went
 }
 
-namespace {
-
-// An in-memory store with the c10d semantics the tier relies on.
-class FakeStore : public cache::RemoteStore {
- public:
-  explicit FakeStore(int rank, std::shared_ptr<std::map<std::string, std::string>> kv,
-                     std::shared_ptr<absl::Mutex> mu)
-      : rank_(rank), kv_(std::move(kv)), mu_(std::move(mu)) {}
-  int rank() const override { return rank_; }
-  absl::StatusOr<std::optional<std::string>> Get(const std::string& key) override {
-    absl::MutexLock lock(mu_.get());
-    auto it = kv_->find(key);
-    if (it == kv_->end()) return std::optional<std::string>();
-    return std::optional<std::string>(it->second);
-  }
-  absl::Status Set(const std::string& key, const std::string& value) override {
-    absl::MutexLock lock(mu_.get());
-    (*kv_)[key] = value;
-    return absl::OkStatus();
-  }
-  absl::StatusOr<std::string> CompareSet(const std::string& key, const std::string& expected,
-                                         const std::string& desired) override {
-    absl::MutexLock lock(mu_.get());
-    auto it = kv_->find(key);
-    const std::string current = it == kv_->end() ? "" : it->second;
-    if (current == expected) {
-      (*kv_)[key] = desired;
-      return desired;
-    }
-    return current;
-  }
-
- private:
-  int rank_;
-  std::shared_ptr<std::map<std::string, std::string>> kv_;
-  std::shared_ptr<absl::Mutex> mu_;
-};
-
-}  // namespace
 
 TEST_CASE("distributed tier: one claim, the others wait, then fetch; expired leases are taken over",
           "[cache][remote]") {
   auto kv = std::make_shared<std::map<std::string, std::string>>();
   auto mu = std::make_shared<absl::Mutex>();
   cache::CacheStats s0, s1;
-  auto store0 = std::make_shared<FakeStore>(0, kv, mu);
-  auto store1 = std::make_shared<FakeStore>(1, kv, mu);
-  cache::RemoteTier r0({0.3, 10, ""}, [store0] { return store0; }, &s0);
-  cache::RemoteTier r1({0.3, 10, ""}, [store1] { return store1; }, &s1);
+  auto store0 = std::make_shared<trn::testing::FakeStore>(0, kv, mu);
+  auto store1 = std::make_shared<trn::testing::FakeStore>(1, kv, mu);
+  cache::RemoteTier r0({0.3, 10, "", trn::testing::kTestSecret}, [store0] { return store0; }, &s0);
+  cache::RemoteTier r1({0.3, 10, "", trn::testing::kTestSecret}, [store1] { return store1; }, &s1);
   using State = cache::RemoteTier::State;
 
   CHECK(r0.FetchOrClaim("g").state == State::kClaimed);

@@ -26,7 +26,12 @@ import sys
 import time
 
 import torch
-import torch_trn  # before the first backward pass
+
+# Tests only: this rank signs with a secret of its own, as a store client that does not know the
+# job's secret would (test_cache_distributed.py). Read at import of torch_trn.
+if os.environ.get("DIST_TRAIN_FOREIGN_SECRET_RANK") == os.environ.get("RANK", "-"):
+    os.environ["NEURON_CACHE_SECRET"] = "not this job's secret, but long enough"
+import torch_trn  # noqa: E402  (before the first backward pass)
 import torch.distributed as dist
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))

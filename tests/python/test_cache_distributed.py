@@ -126,6 +126,27 @@ def test_compile_mode_ranks_wait_for_each_other_and_compile_once(tmp_path):
     assert_cpu_losses(outs)
 
 
+def test_builds_signed_with_another_secret_are_never_used(tmp_path):
+    """Rank 1 signs and verifies with a secret of its own (what a store client without the job's
+    secret has): it links none of the other ranks' builds, they link none of its builds, each
+    such build is compiled again instead, and every rank still trains like the CPU."""
+    outs, diag = torchrun(tmp_path / "out", "off", NEURON_CACHE_SECRET="the job's secret, 32 characters!",
+                          DIST_TRAIN_FOREIGN_SECRET_RANK="1")
+    by_rank = {o["rank"]: o for o in outs}
+    foreign = by_rank[1]["cache"]["remote"]
+    assert foreign["fetches"] == 0, f"rank 1 linked a build signed with another secret: {foreign}\n{diag}"
+    assert foreign["errors"] > 0 or by_rank[1]["compiles"] == by_rank[1]["entries"], foreign
+    rank1_keys = set(by_rank[1]["keys"])
+    for r in (0, 2, 3):
+        o = by_rank[r]
+        assert needed(o) == o["entries"], f"rank {r} did not get every key: {o['cache']}"
+    # Every key rank 1 compiled was compiled by at least one other rank as well: its build was
+    # refused by all of them.
+    others = set(k for r in (0, 2, 3) for k in by_rank[r]["keys"])
+    assert rank1_keys <= others, (sorted(rank1_keys - others), diag[-3000:])
+    assert_cpu_losses(outs)
+
+
 def disk_entries(cache_dir):
     found = []
     for root, _, files in os.walk(cache_dir):

@@ -11,6 +11,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/match.h"
 #include "absl/time/time.h"
+#include "runtime/cache/remote_auth.h"
 #include "runtime/log.h"
 
 namespace trn::runtime::cache {
@@ -72,9 +73,23 @@ std::shared_ptr<RemoteStore> RemoteTier::store() {
   }
   const RemoteStoreProvider provider = provider_ ? provider_ : GlobalProvider();
   std::shared_ptr<RemoteStore> s = provider ? provider() : nullptr;  // may take the GIL: not under mu_
+  if (s == nullptr) return nullptr;
+  // Builds are shared only under the job's secret (remote_auth.h): without one, nothing is.
+  absl::StatusOr<std::string> secret = LoadJobSecret(options_.secret, options_.secret_file, options_.owner_uid);
   absl::MutexLock lock(&mu_);
-  if (store_ == nullptr && s != nullptr) {
+  if (!secret.ok()) {
+    if (!secret_refused_) {
+      secret_refused_ = true;
+      Log(LogLevel::kWarning, absl::StrCat("distributed compile cache off: no secret to sign shared builds with (",
+                                           secret.status().message(),
+                                           "); every rank compiles for itself. Set NEURON_CACHE_SECRET to the "
+                                           "same value on every rank (docs/cache.md)"));
+    }
+    return nullptr;
+  }
+  if (store_ == nullptr) {
     store_ = std::move(s);
+    secret_ = std::move(*secret);
     Log(LogLevel::kInfo, absl::StrCat("distributed compile cache: rank ", store_->rank(),
                                       " shares builds through torch.distributed's store"));
   }
@@ -100,7 +115,7 @@ RemoteTier::Probe RemoteTier::FetchOrClaim(const std::string& name) {
     p.detail = std::string(status.message());
     return p;
   };
-  absl::StatusOr<std::optional<std::string>> done = s->Get(name + "/done");
+  absl::StatusOr<std::optional<std::string>> done = Done(name);
   if (!done.ok()) return error(done.status());
   if (done->has_value()) {
     const std::string& v = **done;
@@ -150,13 +165,30 @@ RemoteTier::Probe RemoteTier::FetchOrClaim(const std::string& name) {
   return p;
 }
 
+std::string RemoteTier::Secret() {
+  absl::MutexLock lock(&mu_);
+  return secret_;
+}
+
 absl::StatusOr<std::string> RemoteTier::FetchBytes(const std::string& name) {
   std::shared_ptr<RemoteStore> s = store();
   if (s == nullptr) return absl::UnavailableError("no distributed store");
-  absl::StatusOr<std::optional<std::string>> bytes = s->Get(name + "/bytes");
+  const std::string key = name + "/bytes";
+  absl::StatusOr<std::optional<std::string>> bytes = s->Get(key);
   if (!bytes.ok()) return bytes.status();
-  if (!bytes->has_value()) return absl::NotFoundError(absl::StrCat(name, "/bytes is missing"));
-  return std::move(**bytes);
+  if (!bytes->has_value()) return absl::NotFoundError(absl::StrCat(key, " is missing"));
+  return Verify(Secret(), key, **bytes);
+}
+
+absl::StatusOr<std::optional<std::string>> RemoteTier::Done(const std::string& name) {
+  std::shared_ptr<RemoteStore> s = store();
+  if (s == nullptr) return absl::UnavailableError("no distributed store");
+  const std::string key = name + "/done";
+  absl::StatusOr<std::optional<std::string>> done = s->Get(key);
+  if (!done.ok() || !done->has_value()) return done;
+  absl::StatusOr<std::string> value = Verify(Secret(), key, **done);
+  if (!value.ok()) return value.status();
+  return std::optional<std::string>(std::move(*value));
 }
 
 void RemoteTier::Release(const std::string& name) {
@@ -167,8 +199,9 @@ void RemoteTier::Release(const std::string& name) {
 void RemoteTier::Publish(const std::string& name, const std::string& bytes, const std::string& dir_token) {
   std::shared_ptr<RemoteStore> s = store();
   if (s != nullptr) {
-    absl::Status st = s->Set(name + "/bytes", bytes);
-    if (st.ok()) st = s->Set(name + "/done", absl::StrCat("ok:", dir_token));
+    const std::string secret = Secret();
+    absl::Status st = s->Set(name + "/bytes", Sign(secret, name + "/bytes", bytes));
+    if (st.ok()) st = s->Set(name + "/done", Sign(secret, name + "/done", absl::StrCat("ok:", dir_token)));
     if (st.ok()) {
       stats_->Update([](CacheCounters& c) { ++c.remote_publishes; });
     } else {
@@ -180,7 +213,7 @@ void RemoteTier::Publish(const std::string& name, const std::string& bytes, cons
 
 void RemoteTier::PublishFailure(const std::string& name, const std::string& reason) {
   std::shared_ptr<RemoteStore> s = store();
-  if (s != nullptr && s->Set(name + "/done", absl::StrCat("failed:", reason)).ok()) {
+  if (s != nullptr && s->Set(name + "/done", Sign(Secret(), name + "/done", absl::StrCat("failed:", reason))).ok()) {
     stats_->Update([](CacheCounters& c) { ++c.failures_published; });
   }
   Release(name);

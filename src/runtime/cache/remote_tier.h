@@ -6,6 +6,8 @@
 //   <name>/lease  "<rank>:<pid>:<expiry ms since the epoch>"  who is building it, until when
 //   <name>/bytes  the entry (entry_format.h), verified by the fetching rank like a disk entry
 //   <name>/done   "ok:<disk dir token>" or "failed:<reason>"  (set after bytes)
+// `bytes` and `done` are signed with the job's secret (remote_auth.h): a value whose MAC does not
+// verify is never used (a rank compiles the group itself instead).
 // The first rank to compare_set an absent lease builds; the others see the lease and run the
 // group op by op (adaptive) or poll (compile mode) until `done` appears. The holder renews its
 // leases from a heartbeat thread every lease/3; a rank that finds a lease past its expiry takes
@@ -61,6 +63,12 @@ struct RemoteOptions {
   double lease_s = 30;
   int64_t poll_ms = 50;
   std::string test_fault;  // "kill_after_claim": SIGKILL right after the first claim
+  // The job secret that signs every published value (remote_auth.h): `secret` when non-empty
+  // (NEURON_CACHE_SECRET), else read (or created) from `secret_file`, owned by `owner_uid`, when
+  // a store is first found. Without a secret the tier finds no store: nothing is shared.
+  std::string secret;
+  std::string secret_file;
+  int64_t owner_uid = -1;
 };
 
 class RemoteTier {
@@ -90,6 +98,9 @@ class RemoteTier {
   Probe FetchOrClaim(const std::string& name);
   // The published entry bytes of `name`.
   absl::StatusOr<std::string> FetchBytes(const std::string& name);
+  // The verified `done` value of `name` (nullopt: absent; an error: unreadable or not signed
+  // with the job's secret).
+  absl::StatusOr<std::optional<std::string>> Done(const std::string& name);
   void Publish(const std::string& name, const std::string& bytes, const std::string& dir_token);
   void PublishFailure(const std::string& name, const std::string& reason);
   // Stops the heartbeat thread (leases still held expire). Idempotent; before interpreter exit.
@@ -104,7 +115,10 @@ class RemoteTier {
   const RemoteStoreProvider provider_;
   CacheStats* const stats_;
   absl::Mutex mu_;
+  std::string Secret();  // the job secret (set with the store)
   std::shared_ptr<RemoteStore> store_ ABSL_GUARDED_BY(mu_);
+  std::string secret_ ABSL_GUARDED_BY(mu_);  // set with store_ (immutable after)
+  bool secret_refused_ ABSL_GUARDED_BY(mu_) = false;  // warned once: nothing is shared
   absl::flat_hash_map<std::string, std::string> held_ ABSL_GUARDED_BY(mu_);  // name -> lease value
   bool stop_ ABSL_GUARDED_BY(mu_) = false;
   std::thread heartbeat_;  // started with the first claim
