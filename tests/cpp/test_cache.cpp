@@ -175,6 +175,20 @@ TEST_CASE("disk tier: store, load, reject, delete, read-only", "[cache][disk]") 
     CHECK(stats.Snapshot().disk_rejected["insecure_owner"] == 1);
     CHECK(Exists(path));
   }
+  SECTION("a FIFO at an entry path is rejected at once, never opened blocking (it hung a run)") {
+    REQUIRE(::unlink(path.c_str()) == 0);
+    REQUIRE(::mkfifo(path.c_str(), 0600) == 0);
+    CHECK_FALSE(disk.Load(a.key_material, a.levels).has_value());  // returns: no writer needed
+    CHECK(stats.Snapshot().disk_rejected["not_regular_file"] == 1);
+    for (const cache::EntryInfo& e : cache::ListEntries(dir, true)) {  // returns: nothing blocks
+      if (e.path == path) CHECK(e.status != "ok");
+    }
+  }
+  SECTION("a file larger than any entry is rejected without being read") {
+    REQUIRE(::truncate(path.c_str(), cache::kMaxEntryBytes + 1) == 0);  // sparse: no disk used
+    CHECK_FALSE(disk.Load(a.key_material, a.levels).has_value());
+    CHECK(stats.Snapshot().disk_rejected["too_large"] == 1);
+  }
   SECTION("read-only mode loads and never writes") {
     cache::DiskCache ro({dir, true, int64_t{1} << 30, -1, ""}, kId, &stats);
     CHECK(ro.Load(a.key_material, a.levels).has_value());

@@ -25,8 +25,8 @@ namespace {
 
 std::string ErrnoText() { return std::strerror(errno); }
 
-// Reads the whole file behind `fd`.
-bool ReadAll(int fd, std::string* out) {
+// Reads the whole file behind `fd`, failing (errno EFBIG) past `limit` bytes.
+bool ReadAll(int fd, std::string* out, int64_t limit = kMaxEntryBytes) {
   char buf[1 << 16];
   while (true) {
     const ssize_t n = ::read(fd, buf, sizeof buf);
@@ -35,9 +35,27 @@ bool ReadAll(int fd, std::string* out) {
       return false;
     }
     if (n == 0) return true;
+    if (static_cast<int64_t>(out->size()) + n > limit) {
+      errno = EFBIG;
+      return false;
+    }
     out->append(buf, static_cast<size_t>(n));
   }
 }
+
+// What may be read at an entry path, decided from fstat before any byte is read: a regular file
+// (a FIFO or device is never read: the open is non-blocking), trusted (owner, mode), not larger
+// than kMaxEntryBytes.
+Reject CheckEntryFile(const struct stat& st, uid_t uid) {
+  if (!S_ISREG(st.st_mode)) return Reject::kNotRegularFile;
+  const Reject trust = CheckTrusted(FileFacts{st.st_uid, st.st_mode}, uid);
+  if (trust != Reject::kNone) return trust;
+  if (st.st_size > kMaxEntryBytes) return Reject::kTooLarge;
+  return Reject::kNone;
+}
+
+// Opens an entry path for CheckEntryFile: no symlink followed, never blocking on a FIFO.
+int OpenEntry(const std::string& path) { return ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC); }
 
 bool WriteAll(int fd, const char* p, size_t n) {
   while (n > 0) {
@@ -240,31 +258,43 @@ void DiskCache::Rejected(const std::string& path, Reject reason, const std::stri
 
 std::optional<Artifact> DiskCache::Load(const std::string& key_material, const Levels& levels) {
   const std::string path = EntryPath(key_material, levels);
-  const int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  const int fd = OpenEntry(path);
   if (fd < 0) {
     stats_->Update([](CacheCounters& c) { ++c.disk_misses; });
     return std::nullopt;
   }
-  std::string bytes;
-  struct stat st;
-  const bool read_ok = ::fstat(fd, &st) == 0 && ReadAll(fd, &bytes);
-  ::close(fd);
   auto miss = [&]() -> std::optional<Artifact> {
     stats_->Update([](CacheCounters& c) { ++c.disk_misses; });
     return std::nullopt;
   };
-  if (!read_ok) {
+  // Everything that decides whether the file may be read is checked before a byte is read.
+  struct stat st;
+  if (::fstat(fd, &st) != 0) {
     Rejected(path, Reject::kUnreadable, ErrnoText(), false);
+    ::close(fd);
     return miss();
   }
-  Reject trust = CheckTrusted(FileFacts{st.st_uid, st.st_mode}, uid_);
+  Reject trust = CheckEntryFile(st, uid_);
   std::string where = "the file";
   if (trust == Reject::kNone) {
     trust = CheckDirs(path, &where);
   }
   if (trust != Reject::kNone) {
-    Rejected(path, trust,
-             absl::StrFormat("%s must be owned by uid %d and not be group/world-writable", where, uid_), false);
+    ::close(fd);
+    const std::string why =
+        trust == Reject::kNotRegularFile ? std::string("not a regular file")
+        : trust == Reject::kTooLarge
+            ? absl::StrFormat("%d bytes, more than an entry can hold (%d)", st.st_size, kMaxEntryBytes)
+            : absl::StrFormat("%s must be owned by uid %d and not be group/world-writable", where, uid_);
+    Rejected(path, trust, why, false);
+    return miss();
+  }
+  std::string bytes;
+  bytes.reserve(static_cast<size_t>(st.st_size));
+  const bool read_ok = ReadAll(fd, &bytes);
+  ::close(fd);
+  if (!read_ok) {
+    Rejected(path, Reject::kUnreadable, ErrnoText(), false);
     return miss();
   }
   Reject reject = Reject::kNone;
@@ -412,7 +442,7 @@ std::string DiskCache::DirToken() {
   if (!dir_token_.empty()) return dir_token_;
   const std::string path = absl::StrCat(options_.dir, "/.id");
   for (int attempt = 0; attempt < 2 && dir_token_.empty(); ++attempt) {
-    const int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    const int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);  // a FIFO: no wait
     if (fd >= 0) {
       std::string token;
       ReadAll(fd, &token);
@@ -448,10 +478,11 @@ std::vector<EntryInfo> ListEntries(const std::string& dir, bool verify, int64_t 
     if (f.kind == "entry") {
       IsEntryName(f.name, &e.key, &e.levels);
       std::string bytes;
-      const int fd = ::open(f.path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+      const int fd = OpenEntry(f.path);
       struct stat st;
       Reject r = Reject::kUnreadable;
-      if (fd >= 0 && ::fstat(fd, &st) == 0 && ReadAll(fd, &bytes)) {
+      if (fd >= 0 && ::fstat(fd, &st) == 0 && (r = CheckEntryFile(st, uid)) == Reject::kNone &&
+          (r = ReadAll(fd, &bytes) ? Reject::kNone : Reject::kUnreadable) == Reject::kNone) {
         r = CheckTrusted(FileFacts{st.st_uid, st.st_mode}, uid);
         if (r == Reject::kNone) r = root_trust;
         if (r == Reject::kNone) r = CheckPath(Dirname(f.path), uid, false);

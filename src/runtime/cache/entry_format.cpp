@@ -57,6 +57,8 @@ absl::string_view RejectName(Reject reason) {
     case Reject::kInsecureMode: return "insecure_mode";
     case Reject::kUnreadable: return "unreadable";
     case Reject::kLoadFailed: return "load_failed";
+    case Reject::kNotRegularFile: return "not_regular_file";
+    case Reject::kTooLarge: return "too_large";
   }
   return "?";
 }

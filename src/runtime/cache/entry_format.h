@@ -67,7 +67,11 @@ enum class Reject {
   kInsecureMode,
   kUnreadable,
   kLoadFailed,
+  kNotRegularFile,  // a FIFO, device or directory at an entry's path (never opened blocking)
+  kTooLarge,        // larger than kMaxEntryBytes (never read)
 };
+// No compiled group comes near this; a larger file at an entry path is not read.
+inline constexpr int64_t kMaxEntryBytes = int64_t{64} << 20;
 absl::string_view RejectName(Reject reason);
 // Content problems: the entry is wrong, not merely untrusted; ours get deleted.
 bool IsContentReject(Reject reason);
