@@ -39,6 +39,10 @@ from . import _amp  # noqa: E402
 
 _device_module.amp = _amp  # torch.neuron.amp.autocast / GradScaler
 
+from . import _ecosystem  # noqa: E402
+
+_ecosystem.install()  # transformers' and accelerate's Neuron detection (docs/ecosystem.md)
+
 import atexit as _atexit  # noqa: E402
 
 
