@@ -35,6 +35,14 @@ from . import _distributed  # noqa: E402
 
 _distributed.register()  # collectives and DDP on the device (docs/distributed.md)
 
+from . import _amp  # noqa: E402
+
+_device_module.amp = _amp  # torch.neuron.amp.autocast / GradScaler
+
+from . import _ecosystem  # noqa: E402
+
+_ecosystem.install()  # transformers' and accelerate's Neuron detection (docs/ecosystem.md)
+
 import atexit as _atexit  # noqa: E402
 
 

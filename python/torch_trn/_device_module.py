@@ -169,7 +169,22 @@ def get_amp_supported_dtype():
 
 
 def is_autocast_enabled() -> bool:
-    return False
+    """True inside `torch.autocast("neuron")` (like torch.cuda.is_autocast_enabled)."""
+    return _torch.is_autocast_enabled("neuron")
+
+
+def get_autocast_dtype():
+    return _torch.get_autocast_dtype("neuron")
+
+
+def is_bf16_supported(including_emulation: bool = True) -> bool:
+    """bfloat16 tensors and autocast work on the device (Trainium computes bf16 natively)."""
+    return True
+
+
+def get_device_name(device=None) -> str:
+    _check_device(device)
+    return "neuron (torch_trn)"
 
 
 # Memory, with torch.cuda's names (docs/memory.md). Each is a sync point: pending ops run first.
@@ -197,6 +212,16 @@ def max_memory_allocated(device=None) -> int:
 
 def memory_reserved(device=None) -> int:
     return memory_stats(device)["reserved_bytes"]
+
+
+def max_memory_reserved(device=None) -> int:
+    """The device keeps no peak of reserved bytes: the peak allocated plus what is cached now."""
+    stats = memory_stats(device)
+    return max(stats["reserved_bytes"], stats["peak_allocated_bytes"])
+
+
+def reset_max_memory_allocated(device=None) -> None:
+    reset_peak_memory_stats(device)
 
 
 def reset_peak_memory_stats(device=None) -> None:

@@ -1,0 +1,80 @@
+"""`torch.autocast("neuron")`: PyTorch's autocast op policy on the device (src/trace/autocast.cpp).
+
+An autocast(bf16) training step of the MLP and of the gpt test model (forward, loss, backward,
+AdamW) on the device must match the same step under CPU autocast within bf16 tolerance, in each
+mode (autocast_step.py does the comparison in a fresh process per mode), with the outputs'
+dtypes equal to CPU autocast's. fp16 goes through torch.amp.GradScaler("neuron").
+"""
+import json
+import os
+
+import pytest
+import torch
+
+import torch_trn
+
+from helpers import run_python
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+MODES = ["eager", "compile", "adaptive"]
+
+
+def _run_steps(mode, *specs):
+    script = os.path.join(HERE, "autocast_step.py")
+    code = f"import runpy, sys; sys.argv = [{script!r}, *{list(specs)!r}]; runpy.run_path({script!r}, run_name='__main__')"
+    proc = run_python(code, env={"NEURON_MODE": mode, "NEURON_CACHE_DIR": "off"})
+    assert proc.returncode == 0, f"exit {proc.returncode}\n{proc.stdout}\n{proc.stderr[-6000:]}"
+    rows = [json.loads(l) for l in proc.stdout.splitlines() if l.startswith("{")]
+    assert len(rows) == len(specs), proc.stdout
+    return rows
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_autocast_bf16_training_step_matches_cpu_autocast(mode):
+    rows = _run_steps(mode, "mlp:bfloat16", "gpt:bfloat16")
+    for row in rows:
+        print(f"\n[{row['model']} {mode}] losses {row['losses']} cpu {row['cpu_losses']} "
+              f"unlowered {row['unlowered_ops']}")
+        assert row["mode"] == mode
+        assert row["out_dtype"] == row["cpu_out_dtype"] == "torch.bfloat16"
+
+
+def test_autocast_fp16_grad_scaler_matches_cpu():
+    (row,) = _run_steps("eager", "mlp:float16")
+    assert row["out_dtype"] == row["cpu_out_dtype"] == "torch.float16"
+
+
+def test_autocast_policy_dtypes_in_process():
+    """The policy itself: matmuls in the low dtype, fp32 ops in float32, others follow inputs."""
+    dev = torch_trn.device()
+    a = torch.randn(4, 8)
+    b = torch.randn(8, 3)
+    with torch.autocast("neuron", dtype=torch.bfloat16):
+        assert torch.is_autocast_enabled("neuron") and torch.neuron.is_autocast_enabled()
+        mm = a.to(dev) @ b.to(dev)                      # lower_precision_fp
+        sm = torch.softmax(mm, dim=-1)                  # fp32_set_opt_dtype
+        ln = torch.nn.functional.layer_norm(mm, (3,))   # fp32
+        added = mm + 1.0                                # no policy: follows its input
+    assert not torch.neuron.is_autocast_enabled()
+    assert (mm.dtype, sm.dtype, ln.dtype, added.dtype) == (torch.bfloat16, torch.float32, torch.float32,
+                                                           torch.bfloat16)
+    ref = a.to(torch.bfloat16) @ b.to(torch.bfloat16)   # what the device computed, done on the CPU
+    assert torch.equal(mm.cpu(), ref)
+    torch.testing.assert_close(sm.cpu(), torch.softmax(ref.float(), dim=-1))
+    torch.testing.assert_close(added.cpu(), ref + 1.0)
+
+
+def test_autocast_bce_is_refused_like_on_cuda():
+    dev = torch_trn.device()
+    p = torch.rand(4, device=dev)
+    with torch.autocast("neuron", dtype=torch.bfloat16), \
+            pytest.raises(RuntimeError, match="unsafe to autocast"):
+        torch.nn.functional.binary_cross_entropy(p, p)
+
+
+def test_neuron_amp_shortcuts():
+    with torch.neuron.amp.autocast():
+        assert torch.get_autocast_dtype("neuron") == torch.bfloat16
+        assert torch.is_autocast_enabled("neuron")
+    scaler = torch.neuron.amp.GradScaler()
+    assert isinstance(scaler, torch.amp.GradScaler) and scaler._device == "neuron"
