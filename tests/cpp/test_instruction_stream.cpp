@@ -22,8 +22,8 @@ nc::InstructionStream RandomStream(uint32_t seed) {
     nc::Buffer b;
     b.space = static_cast<nc::Space>(pick(3));
     b.dtype = static_cast<nc::DType>(pick(6));
-    b.partitions = 1 + pick(128);
     b.partition_start = pick(2) * 64;
+    b.partitions = 1 + pick(128 - static_cast<int>(b.partition_start));  // within the 128 partitions
     b.bytes_per_partition = 4 * (1 + pick(4096));
     b.offset = 64 * pick(100);
     b.binding = b.space == nc::Space::kHbm ? pick(8) : -1;
@@ -52,7 +52,7 @@ nc::InstructionStream RandomStream(uint32_t seed) {
         a.offset = pick(4096);
         const int dims = pick(5);
         for (int d = 0; d < dims; ++d) {
-          a.sizes.push_back(1 + pick(512));
+          a.sizes.push_back(1 + pick(32));  // (the decoder bounds a stream's total elements)
           a.strides.push_back(pick(3) - 1);
         }
         in.operands.push_back(a);
@@ -133,4 +133,57 @@ TEST_CASE("the disassembly names engines, opcodes, operands and source ops", "[s
   CHECK(text.find("matmul        s1[p0+128, +0, (128:1)], s1[p0+128, +0, (128:1)], p2[p0+128, +0, (512:1)] "
                   "accumulate  ; op 17") != std::string::npos);
   CHECK(text.find("wait          sem 3 >= 2  ; op 0") != std::string::npos);
+}
+
+// Streams from a cache entry or a peer are input: a crafted one must be refused with
+// InvalidArgument, quickly and without allocating what it declares (issue 34 item 5).
+TEST_CASE("a crafted stream is refused before it allocates or loops", "[neuroncore][stream]") {
+  nc::InstructionStream s;
+  s.target = "trn2";
+  s.buffers.push_back({nc::Space::kSbuf, nc::DType::kF32, 128, 0, 512, 0, -1});
+  nc::Instruction in;
+  in.opcode = nc::Opcode::kMemset;
+  nc::Access a;
+  a.partitions = 128;
+  a.sizes = {128};
+  a.strides = {1};
+  in.operands = {a};
+  s.queues[1].push_back(in);
+  const std::string good = nc::Encode(s);
+  REQUIRE(nc::Decode(good).ok());
+
+  // The instruction count of the first queue claims 2^24 instructions in a 30-byte tail.
+  const size_t first_queue = 8 + 4 + 4 + s.target.size() + 4 + 30;
+  std::string huge = good.substr(0, first_queue);
+  const uint32_t count = 1u << 24;
+  huge.append(reinterpret_cast<const char*>(&count), 4);
+  huge.append(30, '\0');
+  absl::StatusOr<nc::InstructionStream> r = nc::Decode(huge);
+  CHECK(absl::IsInvalidArgument(r.status()));
+  CHECK(r.status().message().find("bad instruction count") != std::string::npos);
+
+  auto refused = [](const nc::InstructionStream& bad, const std::string& what) {
+    absl::StatusOr<nc::InstructionStream> got = nc::Decode(nc::Encode(bad));
+    CHECK(absl::IsInvalidArgument(got.status()));
+    CHECK(got.status().message().find(what) != std::string::npos);
+  };
+  nc::InstructionStream neg = s;
+  neg.queues[1][0].operands[0].sizes = {-5};
+  refused(neg, "free dimension 0 has size -5");
+  nc::InstructionStream zero = s;
+  zero.queues[1][0].operands[0].sizes = {0};
+  refused(zero, "has size 0");
+  nc::InstructionStream loop = s;  // stride 0 over 2^31 x 2^31: the model would loop ~2^62 times
+  loop.queues[1][0].operands[0].sizes = {int64_t{1} << 31, int64_t{1} << 31};
+  loop.queues[1][0].operands[0].strides = {0, 0};
+  refused(loop, "elements in the stream's accesses");
+  nc::InstructionStream overflow = s;  // offset + bytes wrapped around in uint64
+  overflow.buffers[0].offset = ~uint64_t{0} - 100;
+  refused(overflow, "bytes at");
+  nc::InstructionStream parts = s;
+  parts.buffers[0].partition_start = 100;
+  refused(parts, "partitions 100+128");
+  nc::InstructionStream scratch = s;
+  scratch.buffers.push_back({nc::Space::kHbm, nc::DType::kF32, 1, 0, uint64_t{1} << 40, 0, -1});
+  refused(scratch, "HBM scratch");
 }

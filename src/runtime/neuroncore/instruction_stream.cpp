@@ -1,5 +1,6 @@
 #include "runtime/neuroncore/instruction_stream.h"
 
+#include <cstdlib>
 #include <cstring>
 
 #include "absl/status/status.h"
@@ -50,6 +51,7 @@ class Reader {
     return true;
   }
   bool Done() const { return at_ == b_.size(); }
+  size_t remaining() const { return b_.size() - at_; }
   size_t at() const { return at_; }
 
  private:
@@ -58,7 +60,74 @@ class Reader {
 };
 
 absl::Status Bad(const std::string& what, size_t at) {
-  return absl::DataLossError(absl::StrCat("instruction stream: ", what, " (at byte ", at, ")"));
+  return absl::InvalidArgumentError(absl::StrCat("instruction stream: ", what, " (at byte ", at, ")"));
+}
+
+// Encoded sizes of the fixed parts: a declared count is believed only if that many records fit in
+// the bytes left (a 30-byte stream declaring 2^24 instructions allocated ~1.2 GB).
+constexpr size_t kBufferRecordBytes = 1 + 1 + 4 + 4 + 8 + 8 + 4;
+constexpr size_t kInstructionRecordBytes = 2 + 4 + 4 + 4 + 8 + 8 + 8 + 4 + 4 + 1;
+constexpr size_t kOperandRecordBytes = 4 + 4 + 4 + 8 + 8 + 1;
+
+// Limits a well-formed stream stays far inside; with them every address computation of the
+// model (model.cpp: offset + sum of (size - 1) * stride over <= 5 dimensions) fits in int64 and a
+// stream's work is bounded.
+constexpr int64_t kMaxDim = int64_t{1} << 31;        // sizes, partitions of an access
+constexpr int64_t kMaxStride = int64_t{1} << 28;     // |stride|, |partition stride| in elements
+constexpr int64_t kMaxOffset = int64_t{1} << 40;     // |offset| in elements
+constexpr uint64_t kMaxOnChipBytes = uint64_t{1} << 24;  // SBUF/PSUM bytes per partition, offset
+constexpr uint64_t kMaxHbmBytes = uint64_t{1} << 30;     // an HBM scratch buffer
+constexpr uint32_t kMaxPartitions = 128;
+constexpr int64_t kMaxElements = int64_t{1} << 34;   // summed over every operand of the stream
+
+absl::Status Validate(const InstructionStream& s) {
+  for (size_t i = 0; i < s.buffers.size(); ++i) {
+    const Buffer& b = s.buffers[i];
+    const std::string which = absl::StrCat("buffer ", i);
+    if (b.space == Space::kHbm) {
+      if (b.binding < -1) return absl::InvalidArgumentError(absl::StrCat(which, ": binding ", b.binding));
+      if (b.binding == -1 && b.bytes_per_partition > kMaxHbmBytes) {
+        return absl::InvalidArgumentError(absl::StrCat(which, ": an HBM scratch of ", b.bytes_per_partition, " bytes"));
+      }
+      continue;
+    }
+    if (b.partitions == 0 || b.partitions > kMaxPartitions || b.partition_start >= kMaxPartitions ||
+        b.partition_start + b.partitions > kMaxPartitions) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(which, ": partitions ", b.partition_start, "+", b.partitions, " (at most ", kMaxPartitions, ")"));
+    }
+    if (b.bytes_per_partition > kMaxOnChipBytes || b.offset > kMaxOnChipBytes) {
+      return absl::InvalidArgumentError(absl::StrCat(which, ": ", b.bytes_per_partition, " bytes at ", b.offset,
+                                                     " per partition (at most ", kMaxOnChipBytes, ")"));
+    }
+  }
+  int64_t elements = 0;
+  for (int e = 0; e < kEngines; ++e) {
+    for (size_t i = 0; i < s.queues[e].size(); ++i) {
+      for (const Access& a : s.queues[e][i].operands) {
+        const std::string where = absl::StrCat(EngineName(static_cast<Engine>(e)), " instruction ", i);
+        if (a.partitions < 1 || a.partitions > kMaxDim || a.partition_start > kMaxDim ||
+            std::abs(a.partition_stride) > kMaxStride || std::abs(a.offset) > kMaxOffset) {
+          return absl::InvalidArgumentError(absl::StrCat(where, ": an operand's partitions, stride or offset is out of range"));
+        }
+        int64_t n = a.partitions;
+        for (size_t d = 0; d < a.sizes.size(); ++d) {
+          if (a.sizes[d] < 1 || a.sizes[d] > kMaxDim || std::abs(a.strides[d]) > kMaxStride) {
+            return absl::InvalidArgumentError(
+                absl::StrCat(where, ": free dimension ", d, " has size ", a.sizes[d], ", stride ", a.strides[d]));
+          }
+          if (n > kMaxElements / a.sizes[d]) n = kMaxElements + 1;
+          else n *= a.sizes[d];
+        }
+        elements += n;
+        if (n > kMaxElements || elements > kMaxElements) {
+          return absl::InvalidArgumentError(absl::StrCat(where, ": more than ", kMaxElements,
+                                                         " elements in the stream's accesses"));
+        }
+      }
+    }
+  }
+  return absl::OkStatus();
 }
 
 std::string AccessText(const Access& a, const InstructionStream& s) {
@@ -165,7 +234,7 @@ absl::StatusOr<InstructionStream> Decode(const std::string& bytes) {
   InstructionStream s;
   if (!r.Str(&s.target, 64)) return Bad("truncated target", r.at());
   uint32_t n = 0;
-  if (!r.Get(&n) || n > (1u << 20)) return Bad("bad buffer count", r.at());
+  if (!r.Get(&n) || n > (1u << 20) || n > r.remaining() / kBufferRecordBytes) return Bad("bad buffer count", r.at());
   s.buffers.resize(n);
   for (Buffer& b : s.buffers) {
     uint8_t space = 0, dtype = 0;
@@ -180,7 +249,9 @@ absl::StatusOr<InstructionStream> Decode(const std::string& bytes) {
   }
   for (std::vector<Instruction>& queue : s.queues) {
     uint32_t count = 0;
-    if (!r.Get(&count) || count > (1u << 24)) return Bad("bad instruction count", r.at());
+    if (!r.Get(&count) || count > (1u << 24) || count > r.remaining() / kInstructionRecordBytes) {
+      return Bad("bad instruction count", r.at());
+    }
     queue.resize(count);
     for (Instruction& in : queue) {
       uint16_t op = 0;
@@ -191,6 +262,7 @@ absl::StatusOr<InstructionStream> Decode(const std::string& bytes) {
       }
       if (op >= static_cast<uint16_t>(Opcode::kCount)) return Bad(absl::StrCat("unknown opcode ", op), r.at());
       in.opcode = static_cast<Opcode>(op);
+      if (nops > r.remaining() / kOperandRecordBytes) return Bad("truncated operands", r.at());
       in.operands.resize(nops);
       for (Access& a : in.operands) {
         uint8_t dims = 0;
@@ -211,6 +283,9 @@ absl::StatusOr<InstructionStream> Decode(const std::string& bytes) {
     }
   }
   if (!r.Done()) return Bad("trailing bytes", r.at());
+  if (absl::Status valid = Validate(s); !valid.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("instruction stream: ", valid.message()));
+  }
   return s;
 }
 
