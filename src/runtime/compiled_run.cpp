@@ -4,6 +4,7 @@
 
 #include "runtime/device_model.h"
 #include "runtime/neuroncore/instruction_stream.h"
+#include "runtime/neuroncore/model.h"
 
 #include <ATen/ops/empty.h>
 #include <ATen/ops/from_blob.h>
@@ -156,7 +157,7 @@ constexpr std::array<Caller, sizeof...(N)> MakeCallers(std::index_sequence<N...>
 // A trn group: binding i is the entry point's argument i (ctx, inputs, outputs); the runtime
 // scalars (f64 on the host) are passed as f32, the NeuronCore having no f64; staged outputs go
 // through a scratch buffer, as on the host.
-static absl::Status RunOnDevice(const CompiledUnit& unit, const std::vector<OpRecord>& ops) {
+static absl::Status RunOnDevice(const CompiledUnit& unit, const std::vector<OpRecord>& ops, int64_t* failed_op) {
   DeviceModel* device = DeviceModel::Get();
   if (device == nullptr) return absl::InternalError("a trn group, but NEURON_TARGET is host");
   if (unit.num_checks() != 0) return absl::InternalError("a trn group with device-side checks");
@@ -181,7 +182,13 @@ static absl::Status RunOnDevice(const CompiledUnit& unit, const std::vector<OpRe
       }
     }
     absl::Status status = device->Run(*unit.code->stream, bindings, ops);
-    if (!status.ok()) return absl::InternalError(absl::StrCat("NeuronCore model: ", status.message()));
+    if (!status.ok()) {
+      // Blame the recorded op whose instruction failed, not the group's first op.
+      if (std::optional<uint32_t> op = neuroncore::FailedSourceOp(status); op.has_value() && *op < ops.size()) {
+        *failed_op = static_cast<int64_t>(*op);
+      }
+      return absl::InternalError(absl::StrCat("NeuronCore model: ", status.message()));
+    }
     for (size_t i = 0; i < unit.outputs.size(); ++i) {
       if (unit.outputs[i].staged) HostAlias(unit.outputs[i].tensor).copy_(scratch[i]);
     }
@@ -222,7 +229,7 @@ absl::Status RunCompiledUnit(const CompiledUnit& unit, const std::vector<OpRecor
                                             code.num_inputs, " and ", code.num_outputs));
   }
   if (code.stream != nullptr) {
-    return RunOnDevice(unit, ops);
+    return RunOnDevice(unit, ops, failed_op);
   }
   try {
     c10::impl::ExcludeDispatchKeyGuard no_autograd(c10::autograd_dispatch_keyset_with_ADInplaceOrView);

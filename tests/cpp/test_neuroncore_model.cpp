@@ -213,3 +213,16 @@ TEST_CASE("deadlocks and out-of-range accesses are errors naming the instruction
   CHECK(std::string(nc::Run(s, kTrn2, {}).status().message()).find("does not fit SBUF of trn2") != std::string::npos);
   CHECK_FALSE(nc::TargetByName("trn1").has_value());
 }
+
+TEST_CASE("a failing instruction names the recorded op it came from", "[model]") {
+  nc::InstructionStream s;
+  s.buffers = {{nc::Space::kSbuf, nc::DType::kF32, 128, 0, 4 * 64, 0, -1}};
+  Q(s, nc::Engine::kVector) = {Instr(nc::Opcode::kMemset, {Rows(0, 128, 64)}, /*source_op=*/1),
+                               Instr(nc::Opcode::kMemset, {Rows(0, 128, 65)}, /*source_op=*/3)};  // one too far
+  absl::StatusOr<nc::RunReport> r = nc::Run(s, kTrn2, {});
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.status().message().find("from op 3") != std::string::npos);
+  REQUIRE(nc::FailedSourceOp(r.status()).has_value());
+  CHECK(*nc::FailedSourceOp(r.status()) == 3);  // the executor blames op 3, not the group's first
+  CHECK_FALSE(nc::FailedSourceOp(absl::InternalError("no payload")).has_value());
+}

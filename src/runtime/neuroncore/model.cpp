@@ -6,6 +6,8 @@
 #include <string>
 
 #include "absl/status/status.h"
+#include "absl/strings/cord.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 
 namespace trn::runtime::neuroncore {
@@ -410,7 +412,22 @@ std::string Where(int engine, size_t index, const Instruction& in) {
                       OpcodeName(in.opcode), ", from op ", in.source_op, ")");
 }
 
+// An instruction's error, carrying the recorded op it came from (FailedSourceOp).
+absl::Status AtInstruction(absl::StatusCode code, int engine, size_t index, const Instruction& in,
+                           absl::string_view what) {
+  absl::Status status(code, absl::StrCat(Where(engine, index, in), ": ", what));
+  status.SetPayload(kSourceOpPayload, absl::Cord(absl::StrCat(in.source_op)));
+  return status;
+}
+
 }  // namespace
+
+std::optional<uint32_t> FailedSourceOp(const absl::Status& status) {
+  const auto payload = status.GetPayload(kSourceOpPayload);  // absl::optional<absl::Cord>
+  uint32_t op = 0;
+  if (!payload.has_value() || !absl::SimpleAtoi(std::string(*payload), &op)) return std::nullopt;
+  return op;
+}
 
 absl::StatusOr<RunReport> Run(const InstructionStream& stream, const TargetSpec& target,
                               const std::vector<HostBinding>& bindings) {
@@ -437,7 +454,8 @@ absl::StatusOr<RunReport> Run(const InstructionStream& stream, const TargetSpec&
       double start = now[e];
       if (in.opcode == Opcode::kWait) {
         if (in.semaphore >= signals.size()) {
-          return absl::InvalidArgumentError(absl::StrCat(Where(e, pc[e], in), ": no semaphore ", in.semaphore));
+          return AtInstruction(absl::StatusCode::kInvalidArgument, e, pc[e], in,
+                               absl::StrCat("no semaphore ", in.semaphore));
         }
         const std::vector<double>& sig = signals[in.semaphore];
         if (sig.size() < in.value) continue;  // not yet satisfiable
@@ -452,14 +470,15 @@ absl::StatusOr<RunReport> Run(const InstructionStream& stream, const TargetSpec&
     const Instruction& in = stream.queues[best][pc[best]];
     if (in.opcode == Opcode::kSignal) {
       if (in.semaphore >= signals.size()) {
-        return absl::InvalidArgumentError(absl::StrCat(Where(best, pc[best], in), ": no semaphore ", in.semaphore));
+        return AtInstruction(absl::StatusCode::kInvalidArgument, best, pc[best], in,
+                             absl::StrCat("no semaphore ", in.semaphore));
       }
       std::vector<double>& sig = signals[in.semaphore];
       sig.insert(std::upper_bound(sig.begin(), sig.end(), best_start), best_start);
     }
     absl::StatusOr<double> ns = core.Execute(static_cast<Engine>(best), in, &report);
     if (!ns.ok()) {
-      return absl::Status(ns.status().code(), absl::StrCat(Where(best, pc[best], in), ": ", ns.status().message()));
+      return AtInstruction(ns.status().code(), best, pc[best], in, ns.status().message());
     }
     now[best] = best_start + *ns;
     if (options.trace && in.opcode != Opcode::kSignal && in.opcode != Opcode::kWait) {

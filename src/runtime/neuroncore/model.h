@@ -11,6 +11,7 @@
 
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -52,6 +53,9 @@ struct RunReport {
 // no signal satisfies). Each message names the engine, the instruction and its source op.
 absl::StatusOr<RunReport> Run(const InstructionStream& stream, const TargetSpec& target,
                               const std::vector<HostBinding>& bindings);
+// The index of the recorded op whose instruction failed (an error from Run), if it names one.
+inline constexpr char kSourceOpPayload[] = "trn.neuroncore/source_op";
+std::optional<uint32_t> FailedSourceOp(const absl::Status& status);
 
 struct RunOptions {
   // false: charge time only, touching no data (benchmarks of large streams); bounds are still
