@@ -153,9 +153,10 @@ absl::Status Stream::Sync(const std::string& reason) {
   if (mode_ != runtime::Mode::kEager) {  // the executor retires units in these modes
     ReleaseThrough(flushed);  // everything ran: drop the finished units' tensors
   }
-  if (builders_ != nullptr) {
-    // Builds the flush trimmed before they finished are loaded now: the memory tier is within
-    // its limits at every sync (what cache_stats() reads).
+  if (builders_ != nullptr || pool_ != nullptr) {
+    // Builds the flush (compile mode) or a compile worker (adaptive mode) could not evict while
+    // they were unfinished are loaded now: the memory tier is within its limits at every sync
+    // (what cache_stats() reads).
     compiler_.cache().Trim();
   }
   if (runtime::profiler::Enabled()) {

@@ -42,6 +42,19 @@ def test_memory_lru_evicts_and_results_stay_right():
     assert tight["cache"]["compiles"] > roomy["cache"]["compiles"], (tight["cache"], roomy["cache"])
 
 
+def test_adaptive_mode_keeps_the_memory_limit_at_syncs():
+    # Background builds finish after the flush that asked for them, so eviction could not touch
+    # them then; the tier held 19 entries with a limit of 6 before syncs trimmed it.
+    code = TRAIN.replace("print(json.dumps(", "torch_trn.wait_for_compiles(); torch_trn.sync()\nprint(json.dumps(")
+    env = {**ENV, "NEURON_MODE": "adaptive", "NEURON_CACHE_MEM_ENTRIES": "2"}
+    got = last_json(run_python(code, env=env))
+    ref = cpu_losses("mlp", 4)
+    assert all(abs(a - b) <= 1e-5 * max(1.0, abs(b)) for a, b in zip(got["losses"], ref)), (got["losses"], ref)
+    mem = got["cache"]["memory"]
+    assert got["cache"]["compiles"] > 2, got["cache"]
+    assert mem["entries"] <= 2, mem
+
+
 EXPLAIN = """
 import json, torch, torch_trn
 def f(x, w):
