@@ -130,8 +130,9 @@ const std::vector<KnobSpec>& KnobSpecs() {
        "Collectives on neuron tensors: the ranks first exchange each collective's signature "
        "(collective, sequence number, dtype, element counts, shapes), so a mismatched collective "
        "fails on every rank naming both sides; 0 skips the exchange (one small all-gather each)."},
-      {"NEURON_TEST_COMPILE_FAULT", "(unset)", "fail | slow",
-       "For tests only: every group compile fails (fail), or takes 2 s longer (slow)."},
+      {"NEURON_TEST_COMPILE_FAULT", "(unset)", "fail | slow | bad_alloc",
+       "For tests only: every group compile fails (fail), takes 2 s longer (slow), or runs out "
+       "of memory (bad_alloc: std::bad_alloc thrown on the compile thread)."},
       {"NEURON_PROFILE", "(unset)", "a file path",
        "Profile the whole process and write the Chrome trace-event timeline there at exit "
        "(same as wrapping the program in torch_trn.profile(path))."},
@@ -282,7 +283,7 @@ absl::StatusOr<Knobs> ParseKnobs(const EnvLookup& lookup) {
     knobs.dump_mlir_dir = *v;
   }
   if (auto v = lookup("NEURON_TEST_COMPILE_FAULT")) {
-    if (!v->empty() && *v != "fail" && *v != "slow") {
+    if (!v->empty() && *v != "fail" && *v != "slow" && *v != "bad_alloc") {
       return BadValue(Spec("NEURON_TEST_COMPILE_FAULT"), *v);
     }
     knobs.test_compile_fault = *v;

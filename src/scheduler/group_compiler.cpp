@@ -6,6 +6,7 @@
 #include <chrono>
 #include <fstream>
 #include <mutex>
+#include <new>
 #include <sstream>
 #include <thread>
 
@@ -313,7 +314,7 @@ absl::StatusOr<GroupCompiler::Built> GroupCompiler::Compile(const CompileRequest
   }
   const double profile_begin = runtime::profiler::NowUs();
   const auto start = std::chrono::steady_clock::now();
-  absl::StatusOr<Built> result = [&]() -> absl::StatusOr<Built> {
+  auto compile = [&]() -> absl::StatusOr<Built> {
     absl::StatusOr<std::string> mlir = EmitIr(request);
     if (!mlir.ok()) {
       return mlir.status();
@@ -326,6 +327,9 @@ absl::StatusOr<GroupCompiler::Built> GroupCompiler::Compile(const CompileRequest
     }
     if (options_.test_fault == "slow") {
       std::this_thread::sleep_for(std::chrono::seconds(2));
+    }
+    if (options_.test_fault == "bad_alloc") {
+      throw std::bad_alloc();
     }
     if (1 + request.num_inputs + request.num_outputs > runtime::kMaxCompiledArgs) {  // + ctx
       return absl::ResourceExhaustedError("more buffers than a compiled entry point takes");
@@ -371,7 +375,17 @@ absl::StatusOr<GroupCompiler::Built> GroupCompiler::Compile(const CompileRequest
     }
     std::string bytes = remote_ != nullptr ? runtime::cache::Encode(artifact, identity_) : "";
     return Built{*code, std::move(artifact), std::move(bytes)};
-  }();
+  };
+  // A compile thread must not take the process down: running out of memory (or any exception
+  // from the compiler) fails this build like any other failure; the group runs op by op.
+  absl::StatusOr<Built> result = absl::InternalError("not compiled");
+  try {
+    result = compile();
+  } catch (const std::bad_alloc&) {
+    result = absl::InternalError("out of memory while compiling the group");
+  } catch (const std::exception& e) {
+    result = absl::InternalError(absl::StrCat("the compiler threw: ", e.what()));
+  }
   const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   cache_stats_->Update([ms](runtime::cache::CacheCounters& c) {
     ++c.compiles;

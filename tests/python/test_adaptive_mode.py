@@ -136,6 +136,15 @@ def test_compile_failures_never_fail_the_user():
     assert "NEURON_TEST_COMPILE_FAULT" in logged[0]
 
 
+def test_a_compile_thread_out_of_memory_fails_only_that_build():
+    # std::bad_alloc on the compile thread terminated the process; now the build fails like any
+    # other (its reason counted), the groups run op by op, and training matches the CPU.
+    out = train("mlp", 4, waits=[1], env={"NEURON_TEST_COMPILE_FAULT": "bad_alloc"})
+    assert_losses_match("mlp", out["losses"], cpu_losses("mlp", 4))
+    reasons = out["stats"]["compile_failures"]
+    assert any("out of memory while compiling" in r for r in reasons), reasons
+
+
 def test_full_compile_queue_delays_but_never_breaks():
     out = train("gpt", 5, waits=[1, 2, 3], env={"NEURON_COMPILE_QUEUE": "1"})
     assert_losses_match("gpt", out["losses"], cpu_losses("gpt", 5))
