@@ -46,7 +46,7 @@ def make_model():
     return BertForSequenceClassification(config)
 
 
-def train(use_cpu=False, bf16=False, steps=STEPS):
+def train(use_cpu=False, bf16=False, steps=STEPS, torch_compile=False):
     """Fine-tunes for `steps` steps; returns {"device", "losses", "param_devices", "args_device"}."""
     from transformers import Trainer, TrainerCallback, TrainingArguments
 
@@ -62,14 +62,15 @@ def train(use_cpu=False, bf16=False, steps=STEPS):
         args = TrainingArguments(output_dir=out, use_cpu=use_cpu, bf16=bf16, max_steps=steps,
                                  per_device_train_batch_size=BATCH, learning_rate=1e-3, logging_steps=1,
                                  save_strategy="no", report_to=[], seed=7, disable_tqdm=True,
-                                 dataloader_num_workers=0)
+                                 dataloader_num_workers=0, torch_compile=torch_compile)
         trainer = Trainer(model=model, args=args, train_dataset=_Data(BATCH * steps),
                           callbacks=[_Losses()])
         trainer.train()
-    return {"args_device": str(args.device), "losses": losses,
+    return {"args_device": str(args.device), "losses": losses, "compile_backend": args.torch_compile_backend,
             "param_devices": sorted({str(p.device) for p in trainer.model.parameters()})}
 
 
 if __name__ == "__main__":
     import torch_trn  # noqa: F401  (the only change a user makes)
-    print(json.dumps(train(use_cpu="--cpu" in sys.argv, bf16="--bf16" in sys.argv)))
+    print(json.dumps(train(use_cpu="--cpu" in sys.argv, bf16="--bf16" in sys.argv,
+                           torch_compile="--torch-compile" in sys.argv)))

@@ -150,3 +150,14 @@ def test_trainer_bf16_runs_under_neuron_autocast_like_cpu(cpu_trainer_run):
         assert math.isclose(ld, lc, rel_tol=1e-2), f"step {i}: bf16 loss neuron={ld!r} cpu={lc!r}"
     # Autocast was on: the bf16 losses are not the float32 run's.
     assert dev["losses"] != cpu_trainer_run["losses"]
+
+
+def test_trainer_torch_compile_uses_the_neuron_backend_like_cpu(cpu_trainer_run):
+    """TrainingArguments(torch_compile=True): transformers picks backend "neuron" for the device
+    and the compiled model trains like the uncompiled CPU run (compile mode: compiled groups)."""
+    script = os.path.join(HERE, "hf_train.py")
+    dev_run = last_json(run_python(
+        f"import runpy, sys; sys.argv = [{script!r}, '--torch-compile']; runpy.run_path({script!r}, run_name='__main__')",
+        env={"NEURON_MODE": "compile", "NEURON_CACHE_DIR": "off"}))
+    assert dev_run["compile_backend"] == "neuron", dev_run
+    _check_trainer_run(dev_run, cpu_trainer_run)
