@@ -141,6 +141,9 @@ py::dict Stats() {
     total += count;
   }
   out["host_fallbacks"] = fallbacks;
+  py::dict fallback_lines;
+  for (const auto& [op, lines] : s.host_fallback_lines) fallback_lines[py::str(op)] = lines;
+  out["host_fallback_lines"] = fallback_lines;
   out["host_fallback_total"] = total;
   py::dict syncs;
   int64_t sync_total = 0;

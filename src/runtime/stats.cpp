@@ -2,6 +2,7 @@
 
 #include "runtime/knobs.h"
 
+#include <algorithm>
 #include <chrono>
 #include <ctime>
 
@@ -34,9 +35,14 @@ int64_t MonotonicNs() {
       .count();
 }
 
-void Stats::CountHostFallback(const std::string& op, const std::string& reason) {
+void Stats::CountHostFallback(const std::string& op, const std::string& reason, const std::string& line) {
   absl::MutexLock lock(&mu_);
   ++host_fallbacks_[{op, reason}];
+  if (line.empty()) return;
+  std::vector<std::string>& lines = host_fallback_lines_[op];
+  if (lines.size() < kMaxFallbackLines && std::find(lines.begin(), lines.end(), line) == lines.end()) {
+    lines.push_back(line);
+  }
 }
 
 void Stats::CountSync(const std::string& reason) {
@@ -100,6 +106,7 @@ StatsSnapshot Stats::Snapshot() const {
   s.tier_ups = tier_ups_;
   s.unlowered_ops = unlowered_ops_;
   s.compile_failures = compile_failures_;
+  s.host_fallback_lines = host_fallback_lines_;
   s.collectives = collectives_;
   return s;
 }
@@ -134,6 +141,7 @@ void Stats::Reset() {
   tier_ups_ = 0;
   unlowered_ops_.clear();
   compile_failures_.clear();
+  host_fallback_lines_.clear();
   collectives_.clear();
 }
 

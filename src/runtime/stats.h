@@ -10,6 +10,7 @@
 #include <map>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
@@ -37,6 +38,7 @@ struct StatsSnapshot {
   int64_t ops_executed = 0;
   int64_t views = 0;  // view ops: metadata only, never executed
   std::map<std::pair<std::string, std::string>, int64_t> host_fallbacks;  // (op, reason) -> count
+  std::map<std::string, std::vector<std::string>> host_fallback_lines;    // op -> its first distinct lines
   std::map<std::string, int64_t> syncs;                                   // reason -> count
   // Compiled execution (compile / adaptive modes).
   int64_t groups_run_compiled = 0;
@@ -81,7 +83,10 @@ class Stats {
   void CountRecorded() { ops_recorded_.fetch_add(1, std::memory_order_relaxed); }
   void CountExecuted() { ops_executed_.fetch_add(1, std::memory_order_relaxed); }
   void CountView() { views_.fetch_add(1, std::memory_order_relaxed); }
-  void CountHostFallback(const std::string& op, const std::string& reason);
+  // `line`: the model's source line that issued it ("" if unknown); the first
+  // kMaxFallbackLines distinct lines per op are kept (python -m torch_trn audit lists them).
+  void CountHostFallback(const std::string& op, const std::string& reason, const std::string& line = "");
+  static constexpr size_t kMaxFallbackLines = 8;
   void CountSync(const std::string& reason);
   void CountCompiledRun(int64_t ops, int64_t bytes_written) {
     groups_run_compiled_.fetch_add(1, std::memory_order_relaxed);
@@ -139,6 +144,7 @@ class Stats {
   std::atomic<int64_t> compile_queue_full_{0};
   mutable absl::Mutex mu_;
   std::map<std::pair<std::string, std::string>, int64_t> host_fallbacks_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, std::vector<std::string>> host_fallback_lines_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, int64_t> syncs_ ABSL_GUARDED_BY(mu_);
   int64_t compiles_ ABSL_GUARDED_BY(mu_) = 0;
   double compile_ms_ ABSL_GUARDED_BY(mu_) = 0;

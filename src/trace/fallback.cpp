@@ -197,7 +197,7 @@ void RecordingFallback(const c10::OperatorHandle& orig_op, torch::jit::Stack* st
   }
   if (!reason.empty()) {
     if (reason != "host read") {
-      state.stats.CountHostFallback(schema.name(), reason);
+      state.stats.CountHostFallback(schema.name(), reason, runtime::GlobalSourceTable().Format(CaptureSource()));
     }
     RunNow(op, args, stack);
     return;
