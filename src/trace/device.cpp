@@ -50,6 +50,9 @@ runtime::BlockCache& Blocks() {
 class HostMemoryAllocator final : public c10::Allocator {
  public:
   c10::DataPtr allocate(size_t n) override {
+    if (InBadFork()) {  // (the free lists' mutex may have been held by a thread the child lacks)
+      ThrowIfError(BadForkError());
+    }
     void* p = n == 0 ? nullptr : Blocks().Allocate(n);
     if (n != 0 && p == nullptr) {
       TORCH_CHECK_WITH(OutOfMemoryError, false, "neuron: out of host memory allocating ", n, " bytes");
@@ -62,7 +65,11 @@ class HostMemoryAllocator final : public c10::Allocator {
   }
 
  private:
-  static void Free(void* p) { Blocks().Free(p); }
+  // A bad fork child leaks the device blocks it inherited instead (their memory is its private
+  // copy, gone with the child).
+  static void Free(void* p) {
+    if (!InBadFork()) Blocks().Free(p);
+  }
 };
 
 HostMemoryAllocator g_allocator;

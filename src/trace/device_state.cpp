@@ -4,6 +4,8 @@
 
 #include <c10/util/Exception.h>
 
+#include <pthread.h>
+
 #include <atomic>
 #include <string>
 
@@ -16,14 +18,32 @@
 namespace trn::trace {
 namespace {
 std::atomic<SourceHook> g_source_hook{nullptr};
+std::atomic<bool> g_in_bad_fork{false};
+
+void MarkChildBadFork() { g_in_bad_fork.store(true, std::memory_order_relaxed); }
 }  // namespace
 
+bool InBadFork() { return g_in_bad_fork.load(std::memory_order_relaxed); }
+
+absl::Status BadForkError() {
+  return runtime::MakeOpError(
+      runtime::ErrorKind::kRuntime,
+      "Cannot re-initialize neuron in forked subprocess. To use neuron with multiprocessing, you must use the "
+      "'spawn' start method (this process was forked after its parent started the neuron device, whose "
+      "executor and compiler threads do not exist in a forked child; CPU work is unaffected)");
+}
+
 DeviceState& State() {
+  if (InBadFork()) {
+    ThrowIfError(BadForkError());
+  }
   static DeviceState* state = [] {
     const auto& knobs = runtime::GetKnobs();
     if (!knobs.ok()) {
       ThrowIfError(knobs.status());
     }
+    // Before the threads start: a child forked from here on has none of them (see InBadFork).
+    pthread_atfork(nullptr, nullptr, &MarkChildBadFork);
     return new DeviceState(*knobs);
   }();
   return *state;
