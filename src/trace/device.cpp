@@ -25,6 +25,7 @@
 #include "runtime/host_view.h"
 #include "runtime/block_cache.h"
 #include "runtime/knobs.h"
+#include "runtime/poison.h"
 #include "runtime/profiler.h"
 #include "trace/device_state.h"
 #include "trace/fallback.h"
@@ -226,6 +227,7 @@ at::Tensor CopyFrom(const at::Tensor& self, const at::Tensor& dst, bool non_bloc
   DeviceState& state = State();
   if (src_dev && !dst_dev) {  // device -> host: a sync point
     SyncOrThrow("to_host");
+    ThrowIfPoisoned(self);
     dst.copy_(runtime::HostAlias(self), non_blocking);
     return dst;
   }
@@ -235,6 +237,9 @@ at::Tensor CopyFrom(const at::Tensor& self, const at::Tensor& dst, bool non_bloc
     state.stats.CountRecorded();
     state.stats.CountExecuted();
     runtime::HostAlias(dst).copy_(self);
+    if (dst.numel() * dst.itemsize() == dst.storage().nbytes()) {
+      runtime::ClearPoison(dst.storage().unsafeGetStorageImpl());  // all of it is good data now
+    }
     return dst;
   }
   static const c10::OperatorHandle copy_op =

@@ -11,6 +11,7 @@
 
 #include "runtime/host_view.h"
 #include "runtime/op_error.h"
+#include "runtime/poison.h"
 
 #include <ATen/CPUGeneratorImpl.h>
 #include <ATen/core/grad_mode.h>
@@ -109,5 +110,11 @@ void ThrowIfError(const absl::Status& status) {
 }
 
 void SyncOrThrow(const char* reason) { ThrowIfError(State().stream.Sync(reason)); }
+
+void ThrowIfPoisoned(const at::Tensor& t) {
+  if (runtime::AnyPoisoned() && t.defined() && t.has_storage()) {
+    ThrowIfError(runtime::CheckReadable(t.storage().unsafeGetStorageImpl()));
+  }
+}
 
 }  // namespace trn::trace

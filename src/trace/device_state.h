@@ -65,4 +65,8 @@ void ThrowIfError(const absl::Status& status);
 // Syncs the stream and throws the first stored error.
 void SyncOrThrow(const char* reason);
 
+// Host reads of device tensors (after their sync): throws, as the failure's exception class,
+// when an op that failed or was skipped wrote `t`'s storage (runtime/poison.h).
+void ThrowIfPoisoned(const at::Tensor& t);
+
 }  // namespace trn::trace
