@@ -348,8 +348,8 @@ void Executor::RunUnit(ExecUnit& unit, bool poisoned) {
     }
   }
   // A unit that reads a poisoned storage runs op by op: its ops that read one are skipped.
-  const bool compiled =
-      unit.compiled.has_value() && unit.compiled->code != nullptr && !poisoned && !ReadsPoison(unit);
+  const bool reads_poison = !poisoned && ReadsPoison(unit);
+  const bool compiled = unit.compiled.has_value() && unit.compiled->code != nullptr && !poisoned && !reads_poison;
   const bool profile = profiler::Enabled();
   profiler::Event event;
   if (profile) {
@@ -375,7 +375,7 @@ void Executor::RunUnit(ExecUnit& unit, bool poisoned) {
     stats_->AddTime(HostTime::kExecCompiled, ns, n);
     if (op_by_op_ns >= 0) group_bench_.Record(unit.key, unit.ops, op_by_op_ns, ns);
   } else {
-    if (!poisoned && std::string_view(UnitKind(unit, false)) == "awaiting_compile") {
+    if (!poisoned && !reads_poison && std::string_view(UnitKind(unit, false)) == "awaiting_compile") {
       stats_->CountAwaitingCompile(n);
     }
     unit.compiled.reset();

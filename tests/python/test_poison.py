@@ -51,6 +51,9 @@ read("print", lambda: str(dep))
 read("ind", lambda: ind.cpu())
 later = dep + 1          # recorded after the sync, reads a poisoned tensor: skipped in turn
 read("later", lambda: later.cpu())
+acc = torch.ones(2).to(dev)
+acc.add_(dep)            # a good tensor updated in place from a poisoned one: poisoned too
+read("acc", lambda: acc.cpu())
 read("later_sync", torch_trn.sync)
 read("good", lambda: (z * 5 + x).cpu())
 w.copy_(torch.full((4,), 7.0))  # rewritten whole from host data: valid again
@@ -86,7 +89,7 @@ def test_results_of_failed_and_skipped_ops_raise_when_read(mode, cpu):
     assert "aten::index_select" in out["sync"]["msg"] and f"<string>:{BAD_LINE}" in out["sync"]["msg"]
     assert out["sync_again"] == {"value": None}
     # Everything the failed op and the skipped ops wrote raises when read, naming the failure.
-    for name in ["bad", "dep", "w", "w_item", "print", "ind", "later"]:
+    for name in ["bad", "dep", "w", "w_item", "print", "ind", "later", "acc"]:
         got = out[name]
         assert "error" in got, (name, got)
         assert got["error"] == cpu["error"], (name, got)
