@@ -81,15 +81,21 @@ if status is None:
 child = json.loads(os.read(r, 1 << 16) or b"null")
 parent = {{"bad_fork": torch.neuron._is_in_bad_fork(), "y": (y * 2).sum().item()}}
 
-# 2. DataLoader with forked workers feeding a device model.
+# 2. DataLoader with forked workers feeding a device model. The workers are forked while device
+# ops are still queued (compile and adaptive mode: in the pending segment), as in a loop that
+# reads its losses only now and then; each worker calls torch.manual_seed. A worker that hangs
+# fails the loop after `timeout` seconds.
 model = make_model("mlp").to(dev)
 opt = torch.optim.AdamW(model.parameters(), lr=1e-2, weight_decay=0.01)
-loader = torch.utils.data.DataLoader(Batches(), batch_size=None, num_workers=2, multiprocessing_context="fork")
+queued = (x * 5).sum()
+loader = torch.utils.data.DataLoader(Batches(), batch_size=None, num_workers=2, multiprocessing_context="fork",
+                                     timeout=30)
 losses = []
 for xb, yb in loader:
     loss = model.loss(xb.to(dev), yb.to(dev))
     loss.backward(); opt.step(); opt.zero_grad()
     losses.append(loss.item())
+parent["queued"] = queued.item()
 print(json.dumps({{"child_status": status, "child": child, "parent": parent, "losses": losses}}))
 """
 
@@ -123,7 +129,7 @@ def test_fork_child_fails_fast_and_dataloader_workers_feed_the_device(mode):
         assert err is not None and "Cannot re-initialize neuron in forked subprocess" in err, (name, err)
     assert child["cpu"] == 12.0
     # The parent is not a bad fork and keeps working, its queued op included.
-    assert out["parent"] == {"bad_fork": False, "y": 24.0}
+    assert out["parent"] == {"bad_fork": False, "y": 24.0, "queued": 40.0}
     expected = cpu_reference()
     assert len(out["losses"]) == STEPS
     for got, want in zip(out["losses"], expected):
