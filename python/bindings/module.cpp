@@ -58,6 +58,9 @@ trace::DeviceState& StateOrRaise() {
   if (!knobs.ok()) {
     Raise(knobs.status());
   }
+  if (trace::InBadFork()) {
+    Raise(trace::BadForkError());
+  }
   return trace::State();
 }
 
@@ -307,6 +310,8 @@ PYBIND11_MODULE(_C, m) {
   m.doc() = "torch_trn native extension (use the torch_trn package, not this module)";
   m.def("_init", &Init, py::arg("library_prefixes"),
         "Installs source capture and reads the knobs (ValueError on a bad NEURON_* value).");
+  m.def("_is_in_bad_fork", &trn::trace::InBadFork,
+        "Whether this process was forked after its parent started the device (device use raises here).");
   m.def("sync", &Sync, "Runs every recorded op; raises the first stored error.");
   m.def("autograd_barrier", &AutogradBarrier,
         "Runs a tiny backward pass on the device; returns once the autograd thread has run it, "

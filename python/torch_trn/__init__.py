@@ -245,6 +245,12 @@ if _PROFILE_PATH:
 
 
 def _drain_at_exit():
+    if _C._is_in_bad_fork():
+        # A forked child: the device's threads (and its pending work) are the parent's. So is
+        # the autograd engine's neuron thread, which torch's engine would wait for at exit (up
+        # to TORCH_AUTOGRAD_SHUTDOWN_WAIT_LIMIT, 10 s, read then): no wait for a missing thread.
+        _os.environ["TORCH_AUTOGRAD_SHUTDOWN_WAIT_LIMIT"] = "0"
+        return
     try:
         _C.sync()
     except Exception:  # an error nobody synced for: the process is ending anyway

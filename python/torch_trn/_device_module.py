@@ -14,15 +14,22 @@ def is_available() -> bool:
 
 
 def is_initialized() -> bool:
-    return True
+    return not _is_in_bad_fork()
 
 
 def _is_in_bad_fork() -> bool:
-    return False
+    """True in a process forked after its parent started the device (as torch.cuda's): the
+    device's threads do not exist there, so any device use raises at once. torch.manual_seed
+    (a DataLoader worker calls it) leaves the device alone in such a child."""
+    from . import _C
+    return _C._is_in_bad_fork()
 
 
 def _lazy_init() -> None:
-    pass
+    if _is_in_bad_fork():
+        raise RuntimeError(
+            "Cannot re-initialize neuron in forked subprocess. To use neuron with multiprocessing, "
+            "you must use the 'spawn' start method")
 
 
 def device_count() -> int:
@@ -123,11 +130,13 @@ def _synced_generator():
     # Queued random ops draw from the generator when they run: let them run before the state
     # is read or replaced, so reseeding affects exactly the ops issued after it.
     from . import _C
-    _C.sync()
+    _C.sync()  # (raises in a bad fork child)
     return _C.default_generator()
 
 
 def manual_seed(seed: int) -> None:
+    if _is_in_bad_fork():
+        return  # (torch.cuda queues the call for an initialisation that can never happen there)
     _synced_generator().manual_seed(int(seed))
 
 
@@ -136,6 +145,8 @@ def manual_seed_all(seed: int) -> None:
 
 
 def seed() -> None:
+    if _is_in_bad_fork():
+        return
     _synced_generator().seed()
 
 
@@ -144,6 +155,7 @@ def seed_all() -> None:
 
 
 def initial_seed() -> int:
+    _lazy_init()
     return _generator().initial_seed()
 
 

@@ -7,7 +7,9 @@
 #include "runtime/blocking.h"
 #include "runtime/op_error.h"
 #include "runtime/op_runner.h"
+#include "runtime/poison.h"
 #include "runtime/profiler.h"
+#include "runtime/schema_util.h"
 #include "runtime/threads.h"
 
 #include <algorithm>
@@ -147,6 +149,7 @@ absl::Status Executor::Wait() {
     first_error_ = absl::OkStatus();
   }
   ReleaseFinished(0);  // everything ran: its tensors go before the sync returns
+  PrunePoison();       // (marks of storages freed meanwhile)
   ReraiseWarnings();
   return status;
 }
@@ -282,6 +285,41 @@ const char* UnitKind(const ExecUnit& unit, bool compiled) {
   return "op";
 }
 
+// The storages `record` writes: its fresh outputs and the arguments it writes (in place, out=).
+void PoisonWrites(const OpRecord& record, const absl::Status& origin) {
+  auto poison = [&](const c10::IValue& v) {
+    ForEachTensor(v, [&](const at::Tensor& t) {
+      if (t.defined() && IsDeviceTensor(t)) Poison(t.storage().unsafeGetStorageImpl(), origin);
+    });
+  };
+  for (const c10::IValue& o : record.outputs) poison(o);
+  const c10::FunctionSchema& schema = record.op.schema();
+  for (size_t j = 0; j < record.args.size() && j < schema.arguments().size(); ++j) {
+    if (WritesArg(schema, j)) poison(record.args[j]);
+  }
+}
+
+// The failure that poisoned a storage `record` reads (any device argument: an in-place op reads
+// the storage it writes), or OK. Only called while some storage is poisoned.
+absl::Status PoisonedInput(const OpRecord& record) {
+  absl::Status found;
+  for (const c10::IValue& a : record.args) {
+    ForEachTensor(a, [&](const at::Tensor& t) {
+      if (found.ok() && t.defined() && IsDeviceTensor(t)) found = PoisonOf(t.storage().unsafeGetStorageImpl());
+    });
+    if (!found.ok()) break;
+  }
+  return found;
+}
+
+bool ReadsPoison(const ExecUnit& unit) {
+  if (!AnyPoisoned()) return false;
+  for (const OpRecord& op : unit.ops) {
+    if (!PoisonedInput(op).ok()) return true;
+  }
+  return false;
+}
+
 std::vector<SourceId> DistinctLines(const std::vector<OpRecord>& ops) {
   std::vector<SourceId> lines;
   for (const OpRecord& op : ops) {
@@ -309,7 +347,9 @@ void Executor::RunUnit(ExecUnit& unit, bool poisoned) {
       unit.compiled->code = unit.slot->code();  // adaptive: whatever is ready now, never waiting
     }
   }
-  const bool compiled = unit.compiled.has_value() && unit.compiled->code != nullptr && !poisoned;
+  // A unit that reads a poisoned storage runs op by op: its ops that read one are skipped.
+  const bool reads_poison = !poisoned && ReadsPoison(unit);
+  const bool compiled = unit.compiled.has_value() && unit.compiled->code != nullptr && !poisoned && !reads_poison;
   const bool profile = profiler::Enabled();
   profiler::Event event;
   if (profile) {
@@ -335,7 +375,7 @@ void Executor::RunUnit(ExecUnit& unit, bool poisoned) {
     stats_->AddTime(HostTime::kExecCompiled, ns, n);
     if (op_by_op_ns >= 0) group_bench_.Record(unit.key, unit.ops, op_by_op_ns, ns);
   } else {
-    if (!poisoned && std::string_view(UnitKind(unit, false)) == "awaiting_compile") {
+    if (!poisoned && !reads_poison && std::string_view(UnitKind(unit, false)) == "awaiting_compile") {
       stats_->CountAwaitingCompile(n);
     }
     unit.compiled.reset();
@@ -411,7 +451,15 @@ void Executor::RunCompiled(ExecUnit& unit) {
   for (int64_t i = 0; i < n; ++i) {
     stats_->CountExecuted();
     const bool blamed = !status.ok() && (failed == i || (failed < 0 && i == 0));
-    Finish(unit.ops[i], blamed ? status : absl::OkStatus(), false, unit, true);
+    Finish(unit.ops[i], blamed ? status : absl::OkStatus(), false, absl::OkStatus(), unit, true);
+  }
+  if (!status.ok()) {  // the group wrote none, some or all of its results: none of them is valid
+    absl::Status origin;
+    {
+      absl::MutexLock lock(&mu_);
+      origin = first_error_;
+    }
+    for (const OpRecord& op : unit.ops) PoisonWrites(op, origin.ok() ? status : origin);
   }
 }
 
@@ -429,7 +477,10 @@ void Executor::RunOpByOp(ExecUnit& unit, bool poisoned, bool profile) {
     }
     const double begin = profile ? profiler::NowUs() : 0;
     absl::Status status;
-    if (!poisoned) {
+    // After the sync that reported a failure, an op reading what the failure poisoned is skipped
+    // (and poisons what it writes): poison.h.
+    const absl::Status poisoned_input = !poisoned && AnyPoisoned() ? PoisonedInput(record) : absl::OkStatus();
+    if (!poisoned && poisoned_input.ok()) {
       status = ExecuteRecord(record);
       stats_->CountExecuted();
       if (DeviceModel* device = DeviceModel::Get(); device != nullptr) {  // an op on the host under a trn target
@@ -453,24 +504,35 @@ void Executor::RunOpByOp(ExecUnit& unit, bool poisoned, bool profile) {
       e.lines = {record.source};
       profiler::Add(std::move(e));
     }
-    Finish(record, std::move(status), poisoned, unit, false);
+    Finish(record, std::move(status), poisoned || !poisoned_input.ok(), poisoned_input, unit, false);
   }
 }
 
-void Executor::Finish(const OpRecord& op, absl::Status status, bool poisoned, const ExecUnit& unit, bool compiled) {
+void Executor::Finish(const OpRecord& op, absl::Status status, bool skipped, const absl::Status& skip_origin,
+                      const ExecUnit& unit, bool compiled) {
   ExecutedOp done{op.op, op.source, op.seq, !status.ok(), unit.key,
                   static_cast<int64_t>(unit.ops.size()), compiled};
-  absl::MutexLock lock(&mu_);
-  if (!status.ok() && first_error_.ok()) {
-    first_error_ = WithOpContext(status, done.op(), GlobalSourceTable().Format(op.source));
+  absl::Status origin;  // what poisons the op's writes (OK: nothing)
+  {
+    absl::MutexLock lock(&mu_);
+    if (!status.ok()) {
+      origin = WithOpContext(status, done.op(), GlobalSourceTable().Format(op.source));
+      if (first_error_.ok()) first_error_ = origin;
+    } else if (skipped) {
+      // Skipped for a poisoned input, or because an error is pending (first_error_, set until
+      // the next Wait() reports it).
+      origin = !skip_origin.ok() ? skip_origin
+               : !first_error_.ok() ? first_error_
+                                    : absl::InternalError("neuron: an op was skipped after an earlier error");
+    }
+    if (!skipped) {
+      last_ops_.push_back(std::move(done));
+      if (static_cast<int64_t>(last_ops_.size()) > options_.last_ops_capacity) {
+        last_ops_.pop_front();
+      }
+    }
   }
-  if (poisoned) {
-    return;
-  }
-  last_ops_.push_back(std::move(done));
-  if (static_cast<int64_t>(last_ops_.size()) > options_.last_ops_capacity) {
-    last_ops_.pop_front();
-  }
+  if (!origin.ok()) PoisonWrites(op, origin);
 }
 
 }  // namespace trn::runtime

@@ -4,7 +4,10 @@
 //
 // Errors are stored (with the op and its source line) and returned by the next Wait(); ops
 // submitted after a failed op are skipped until that Wait() reports the failure, since their
-// inputs may be garbage. Like CUDA's asynchronous errors, but recoverable.
+// inputs may be garbage. Like CUDA's asynchronous errors, but recoverable. Every storage a
+// failed or skipped op writes is poisoned with the failure (poison.h): after the Wait(), ops
+// that read a poisoned storage are skipped in turn (poisoning what they write), and reading one
+// on the host raises the failure again; ops on good data run as usual.
 //
 // Thread-safe: Submit, Wait, LastOps, CurrentOp, TakeRetired and WaitFinishedThrough may be
 // called from any thread. A unit's `plan` runs on the executor thread. Submit blocks while `max_pending` ops are queued (backpressure keeps
@@ -134,7 +137,11 @@ class Executor {
   bool PlanQueuedSegment();
   void RunCompiled(ExecUnit& unit);
   void RunOpByOp(ExecUnit& unit, bool poisoned, bool profile);
-  void Finish(const OpRecord& op, absl::Status status, bool poisoned, const ExecUnit& unit, bool compiled);
+  // Records that `op` ran (or failed: the first error is kept) or was skipped, and poisons what
+  // it writes when it failed or was skipped (poison.h): by `skip_origin` when not OK, else by
+  // the pending first error.
+  void Finish(const OpRecord& op, absl::Status status, bool skipped, const absl::Status& skip_origin,
+              const ExecUnit& unit, bool compiled);
   void CollectWarning(const c10::Warning& warning);
   void ReraiseWarnings();
   friend class ExecutorWarningHandler;

@@ -25,6 +25,7 @@
 #include "runtime/host_view.h"
 #include "runtime/block_cache.h"
 #include "runtime/knobs.h"
+#include "runtime/poison.h"
 #include "runtime/profiler.h"
 #include "trace/device_state.h"
 #include "trace/fallback.h"
@@ -50,6 +51,9 @@ runtime::BlockCache& Blocks() {
 class HostMemoryAllocator final : public c10::Allocator {
  public:
   c10::DataPtr allocate(size_t n) override {
+    if (InBadFork()) {  // (the free lists' mutex may have been held by a thread the child lacks)
+      ThrowIfError(BadForkError());
+    }
     void* p = n == 0 ? nullptr : Blocks().Allocate(n);
     if (n != 0 && p == nullptr) {
       TORCH_CHECK_WITH(OutOfMemoryError, false, "neuron: out of host memory allocating ", n, " bytes");
@@ -62,7 +66,11 @@ class HostMemoryAllocator final : public c10::Allocator {
   }
 
  private:
-  static void Free(void* p) { Blocks().Free(p); }
+  // A bad fork child leaks the device blocks it inherited instead (their memory is its private
+  // copy, gone with the child).
+  static void Free(void* p) {
+    if (!InBadFork()) Blocks().Free(p);
+  }
 };
 
 HostMemoryAllocator g_allocator;
@@ -219,6 +227,7 @@ at::Tensor CopyFrom(const at::Tensor& self, const at::Tensor& dst, bool non_bloc
   DeviceState& state = State();
   if (src_dev && !dst_dev) {  // device -> host: a sync point
     SyncOrThrow("to_host");
+    ThrowIfPoisoned(self);
     dst.copy_(runtime::HostAlias(self), non_blocking);
     return dst;
   }
@@ -228,6 +237,9 @@ at::Tensor CopyFrom(const at::Tensor& self, const at::Tensor& dst, bool non_bloc
     state.stats.CountRecorded();
     state.stats.CountExecuted();
     runtime::HostAlias(dst).copy_(self);
+    if (dst.numel() * dst.itemsize() == dst.storage().nbytes()) {
+      runtime::ClearPoison(dst.storage().unsafeGetStorageImpl());  // all of it is good data now
+    }
     return dst;
   }
   static const c10::OperatorHandle copy_op =

@@ -4,11 +4,14 @@
 
 #include <c10/util/Exception.h>
 
+#include <pthread.h>
+
 #include <atomic>
 #include <string>
 
 #include "runtime/host_view.h"
 #include "runtime/op_error.h"
+#include "runtime/poison.h"
 
 #include <ATen/CPUGeneratorImpl.h>
 #include <ATen/core/grad_mode.h>
@@ -16,14 +19,32 @@
 namespace trn::trace {
 namespace {
 std::atomic<SourceHook> g_source_hook{nullptr};
+std::atomic<bool> g_in_bad_fork{false};
+
+void MarkChildBadFork() { g_in_bad_fork.store(true, std::memory_order_relaxed); }
 }  // namespace
 
+bool InBadFork() { return g_in_bad_fork.load(std::memory_order_relaxed); }
+
+absl::Status BadForkError() {
+  return runtime::MakeOpError(
+      runtime::ErrorKind::kRuntime,
+      "Cannot re-initialize neuron in forked subprocess. To use neuron with multiprocessing, you must use the "
+      "'spawn' start method (this process was forked after its parent started the neuron device, whose "
+      "executor and compiler threads do not exist in a forked child; CPU work is unaffected)");
+}
+
 DeviceState& State() {
+  if (InBadFork()) {
+    ThrowIfError(BadForkError());
+  }
   static DeviceState* state = [] {
     const auto& knobs = runtime::GetKnobs();
     if (!knobs.ok()) {
       ThrowIfError(knobs.status());
     }
+    // Before the threads start: a child forked from here on has none of them (see InBadFork).
+    pthread_atfork(nullptr, nullptr, &MarkChildBadFork);
     return new DeviceState(*knobs);
   }();
   return *state;
@@ -89,5 +110,11 @@ void ThrowIfError(const absl::Status& status) {
 }
 
 void SyncOrThrow(const char* reason) { ThrowIfError(State().stream.Sync(reason)); }
+
+void ThrowIfPoisoned(const at::Tensor& t) {
+  if (runtime::AnyPoisoned() && t.defined() && t.has_storage()) {
+    ThrowIfError(runtime::CheckReadable(t.storage().unsafeGetStorageImpl()));
+  }
+}
 
 }  // namespace trn::trace

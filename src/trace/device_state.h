@@ -34,8 +34,18 @@ struct DeviceState {
 // (mt19937) generator because the kernels that draw are ATen's CPU kernels.
 const at::Generator& DeviceGenerator();
 
-// Throws the knob parse error (as a ValueError) if the environment is invalid.
+// Throws the knob parse error (as a ValueError) if the environment is invalid, and
+// BadForkError() in a bad fork child (below).
 DeviceState& State();
+
+// Fork after device use. Creating the state starts the executor (and, by mode, the compiler)
+// threads; a fork() child has none of them and may hold copies of locks those threads held at
+// the fork. Like CUDA, the child is marked "bad fork" (pthread_atfork, registered when the state
+// is created) and every device use there raises BadForkError() at once instead of waiting for a
+// thread that does not exist; the child's CPU work is unaffected. torch.neuron._is_in_bad_fork()
+// reads InBadFork(), so torch.manual_seed in a DataLoader worker leaves the device alone.
+bool InBadFork();
+absl::Status BadForkError();
 
 // Source capture: installed by the Python extension; returns kNoSource when no Python frame
 // outside torch is on the calling thread's stack.
@@ -54,5 +64,9 @@ void ThrowIfError(const absl::Status& status);
 
 // Syncs the stream and throws the first stored error.
 void SyncOrThrow(const char* reason);
+
+// Host reads of device tensors (after their sync): throws, as the failure's exception class,
+// when an op that failed or was skipped wrote `t`'s storage (runtime/poison.h).
+void ThrowIfPoisoned(const at::Tensor& t);
 
 }  // namespace trn::trace

@@ -98,6 +98,11 @@ at::Tensor DeviceTensorFor(const at::Tensor& host, const at::Tensor* base) {
 void RunNow(const c10::OperatorHandle& op, std::vector<c10::IValue>& args, torch::jit::Stack* stack) {
   const c10::FunctionSchema& schema = op.schema();
   SyncOrThrow(IsHostRead(schema.name()) ? "host_read" : "host_fallback");
+  for (const c10::IValue& a : args) {  // reads the device tensors on the host
+    ForEachTensor(a, [](const at::Tensor& t) {
+      if (IsDeviceTensor(t)) ThrowIfPoisoned(t);
+    });
+  }
   // out= arguments get host temporaries: here the final sizes come from the data, and the device
   // tensor is resized to match below (safe: the stream is drained).
   std::vector<c10::IValue> host_args = args;

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/host_view.h"
 #include "trace/collective.h"
 #include "trace/device_state.h"
 
@@ -108,8 +109,12 @@ TEST_CASE("a mismatched signature fails the collective at the next sync, naming 
     CHECK(msg.find("4 element(s) out") != std::string::npos);
     CHECK(msg.find("99 element(s) out") != std::string::npos);
   }
-  // The collective did not run, and the stream goes on.
-  CHECK(at::equal(x.cpu(), at::ones({4})));
+  // The collective did not run (its memory is untouched), and the stream goes on; the failed
+  // collective's tensor raises its failure when read (runtime/poison.h).
+  CHECK(at::equal(trn::runtime::HostAlias(x), at::ones({4})));
+  CHECK_THROWS_WITH((void)x.cpu(), Catch::Contains("collective mismatch") && Catch::Contains("has no valid value"));
+  at::Tensor y = at::ones({4}).to(Dev()) * 3;
+  CHECK(at::equal(y.cpu(), at::full({4}, 3.0)));
 }
 
 TEST_CASE("a backend failure surfaces as its exception class at the next sync", "[collective]") {
