@@ -2,6 +2,8 @@
 
     cache ls|stats|clear|verify ...   the compiled-group disk cache (python3 -m torch_trn cache --help)
     timeline TRACE [-o PNG] [--json]  summarise / draw a profile (same as python3 -m torch_trn.timeline)
+    audit [--target T] [--steps N] [--json OUT] [--strict] script.py [args]
+                                      what of a script would fall back, not compile or recompile
 """
 import sys
 
@@ -17,6 +19,9 @@ def main(argv=None) -> int:
     if command == "cache":
         from torch_trn import cache_cli
         return cache_cli.main(rest)
+    if command == "audit":
+        from torch_trn import audit
+        return audit.main(rest)
     if command == "timeline":
         from torch_trn import timeline
         return timeline.main(rest)
