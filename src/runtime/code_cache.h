@@ -13,6 +13,8 @@
 // Thread-safe: all methods of both classes may be called from any thread.
 #pragma once
 
+#include <atomic>
+#include <cstdint>
 #include <list>
 #include <memory>
 #include <string>
@@ -44,6 +46,13 @@ class CodeSlot {
   int64_t bytes() const;
   bool settled() const;
 
+  // What compiling this group (further) would save, as observed so far: the executor adds the
+  // time it spent running the group op by op while it had no code, and running its fast-tier
+  // code while a tier-up was pending (hotness x cost, like a JIT's counters). The compile pool
+  // builds the queued group with the most first (compile_pool.h). Lock-free.
+  void AddPayoffNs(int64_t ns) const { payoff_ns_.fetch_add(ns, std::memory_order_relaxed); }
+  int64_t payoff_ns() const { return payoff_ns_.load(std::memory_order_relaxed); }
+
  private:
   bool Settled() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return code_ != nullptr || !failure_.ok(); }
 
@@ -51,6 +60,7 @@ class CodeSlot {
   Code code_ ABSL_GUARDED_BY(mu_);
   int tier_ ABSL_GUARDED_BY(mu_) = -1;
   absl::Status failure_ ABSL_GUARDED_BY(mu_);
+  mutable std::atomic<int64_t> payoff_ns_{0};  // an observation, not the slot's state
 };
 
 struct CodeCacheLimits {

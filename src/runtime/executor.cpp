@@ -373,14 +373,18 @@ void Executor::RunUnit(ExecUnit& unit, bool poisoned) {
     RunCompiled(unit);
     const int64_t ns = MonotonicNs() - begin_ns;
     stats_->AddTime(HostTime::kExecCompiled, ns, n);
+    if (unit.slot != nullptr && unit.compiled->code->tier == 0) unit.slot->AddPayoffNs(ns);  // for a tier-up
     if (op_by_op_ns >= 0) group_bench_.Record(unit.key, unit.ops, op_by_op_ns, ns);
   } else {
     if (!poisoned && !reads_poison && std::string_view(UnitKind(unit, false)) == "awaiting_compile") {
       stats_->CountAwaitingCompile(n);
     }
+    const bool awaiting = !poisoned && !reads_poison && unit.slot != nullptr && unit.slot->failure().ok();
     unit.compiled.reset();
     RunOpByOp(unit, poisoned, profile && n > 1);
-    stats_->AddTime(HostTime::kExecOpByOp, MonotonicNs() - begin_ns, n);
+    const int64_t ns = MonotonicNs() - begin_ns;
+    stats_->AddTime(HostTime::kExecOpByOp, ns, n);
+    if (awaiting) unit.slot->AddPayoffNs(ns);  // what its first build would save (compile_pool.h)
   }
   if (profile) {
     event.end_us = profiler::NowUs();

@@ -84,8 +84,16 @@ void CompilePool::Worker(int index) {
         return;
       }
       std::deque<Job>& queue = !first_.empty() ? first_ : ParkedDue() ? parked_ : tier_up_;
-      job = std::move(queue.front());
-      queue.pop_front();
+      // Compile what pays first: the queued group with the most observed payoff (op-by-op
+      // time while it waited for code; fast-tier time for a tier-up), the earliest on ties.
+      auto best = queue.begin();
+      if (&queue != &parked_) {
+        for (auto it = queue.begin(); it != queue.end(); ++it) {
+          if (it->slot->payoff_ns() > best->slot->payoff_ns()) best = it;
+        }
+      }
+      job = std::move(*best);
+      queue.erase(best);
       ++running_;
     }
     Run(std::move(job));

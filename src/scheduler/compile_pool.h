@@ -13,6 +13,9 @@
 //  - Tiering: a first build at LLVM -O0 (about 10x faster to compile), then an optimised rebuild
 //    at `opt_level` that replaces it. Rebuilds wait in their own queue and run only when no
 //    first build is waiting: covering new groups matters more than speeding up covered ones.
+//  - Payoff order: a worker takes the queued build whose group has cost the most so far without
+//    it (CodeSlot::payoff_ns: the executor's op-by-op time on the group while it waited, or its
+//    fast-tier time for a tier-up), not the oldest: hot, expensive groups compile first.
 //  - Low priority: workers run at nice `nice`, so recording and execution win the CPU.
 //  - Caches first: a job looks for an existing build (disk, a peer rank) before compiling; a
 //    found final-level build skips the fast tier. When another rank holds the build's lease,

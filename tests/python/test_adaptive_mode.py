@@ -145,6 +145,42 @@ def test_a_compile_thread_out_of_memory_fails_only_that_build():
     assert any("out of memory while compiling" in r for r in reasons), reasons
 
 
+def test_the_group_that_costs_most_while_waiting_compiles_first(tmp_path):
+    # One compile worker, every compile 2 s longer. While the worker builds, group `cold` runs
+    # once and then group `hot` 20 times, both op by op. The worker's next pick is the queued
+    # group that cost the most so far without code (CodeSlot::payoff_ns): hot, although cold was
+    # queued first (arrival order would build cold first).
+    trace = tmp_path / "trace.json"
+    out = run_json(f"""
+        import json, torch, torch_trn
+        x = torch.randn(64, 64).to("neuron")
+        def first(x): return (x * 1.5 + 0.5).tanh().sum()
+        def cold(x): return (x - 0.25).exp().mean()
+        def hot(x): return (x @ x).relu().sum()
+        torch_trn.sync()
+        with torch_trn.profile({str(trace)!r}):
+            first(x).item()          # the worker starts on this one
+            cold(x).item()           # queued
+            for _ in range(20):
+                hot(x).item()        # queued after cold, run 20 times meanwhile
+            torch_trn.wait_for_compiles()
+        print(json.dumps({{"order": list(torch_trn._C.compiled_keys())}}))
+    """, env={"NEURON_COMPILE_WORKERS": "1", "NEURON_TIERING": "0", "NEURON_TEST_COMPILE_FAULT": "slow"})
+    import json as _json
+    doc = _json.load(open(trace))
+    events = doc["traceEvents"] if isinstance(doc, dict) else doc
+    key_of = {}
+    for e in events:
+        args = e.get("args", {})
+        if e.get("cat") == "execute" and "key" in args:
+            for fn in ("first", "cold", "hot"):
+                if f"({fn})" in str(args.get("lines")):
+                    key_of.setdefault(fn, args["key"])
+    assert set(key_of) == {"first", "cold", "hot"}, key_of
+    order = out["order"]
+    assert order.index(key_of["hot"]) < order.index(key_of["cold"]), (order, key_of)
+
+
 def test_full_compile_queue_delays_but_never_breaks():
     out = train("gpt", 5, waits=[1, 2, 3], env={"NEURON_COMPILE_QUEUE": "1"})
     assert_losses_match("gpt", out["losses"], cpu_losses("gpt", 5))
