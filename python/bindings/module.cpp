@@ -181,6 +181,7 @@ py::dict Stats() {
   out["ops_awaiting_compile"] = s.ops_awaiting_compile;
   out["groups_awaiting_compile"] = s.groups_awaiting_compile;
   out["compile_queue_full"] = s.compile_queue_full;
+  out["shape_variants_refused"] = s.shape_variants_refused;
   out["compile_cache_entries"] = state.stream.compiler().cache().size();
   py::dict unlowered, failures;
   for (const auto& [op, count] : s.unlowered_ops) {

@@ -107,6 +107,10 @@ const std::vector<KnobSpec>& KnobSpecs() {
       {"NEURON_COMPILE_NICE", "10", "integer 0..19",
        "adaptive mode: nice value of the compile threads, so that recording and execution win "
        "the CPU when both want it."},
+      {"NEURON_SHAPE_VARIANTS", "8", "integer >= 0",
+       "compile and adaptive mode: at most this many shape variants of a group (the same ops "
+       "from the same source lines with other shapes, e.g. the attention of each new token in "
+       "generate()) are compiled; further variants run op by op. 0: no bound."},
       {"NEURON_EXECUTOR_THREADS", "0", "integer >= 0",
        "OpenMP threads the executor's CPU kernels use; 0 = one less than the machine's cores "
        "(at least 1), leaving a core to the recording thread (docs/adaptive.md)."},
@@ -235,6 +239,7 @@ absl::StatusOr<Knobs> ParseKnobs(const EnvLookup& lookup) {
       {"NEURON_COMPILE_QUEUE", 1, INT64_MAX, &knobs.compile_queue},
       {"NEURON_TIERING", 0, 1, &tiering},
       {"NEURON_COMPILE_NICE", 0, 19, &knobs.compile_nice},
+      {"NEURON_SHAPE_VARIANTS", 0, INT64_MAX, &knobs.shape_variants},
       {"NEURON_EXECUTOR_THREADS", 0, 1024, &knobs.executor_threads},
       {"NEURON_MATMUL_THREADS", 0, 64, &knobs.matmul_threads},
       {"NEURON_DEVICE_CACHE_BYTES", 0, INT64_MAX, &knobs.device_cache_bytes},

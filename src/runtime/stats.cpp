@@ -94,6 +94,7 @@ StatsSnapshot Stats::Snapshot() const {
   s.ops_awaiting_compile = ops_awaiting_compile_.load(std::memory_order_relaxed);
   s.groups_awaiting_compile = groups_awaiting_compile_.load(std::memory_order_relaxed);
   s.compile_queue_full = compile_queue_full_.load(std::memory_order_relaxed);
+  s.shape_variants_refused = shape_variants_refused_.load(std::memory_order_relaxed);
   for (int i = 0; i < static_cast<int>(HostTime::kCount); ++i) {
     s.host_ns[i] = host_ns_[i].load(std::memory_order_relaxed);
     s.host_ops[i] = host_ops_[i].load(std::memory_order_relaxed);
@@ -129,6 +130,7 @@ void Stats::Reset() {
   ops_awaiting_compile_ = 0;
   groups_awaiting_compile_ = 0;
   compile_queue_full_ = 0;
+  shape_variants_refused_ = 0;
   for (int i = 0; i < static_cast<int>(HostTime::kCount); ++i) {
     host_ns_[i] = 0;
     host_ops_[i] = 0;

@@ -57,6 +57,7 @@ struct StatsSnapshot {
   int64_t ops_awaiting_compile = 0;    // adaptive: ops run one by one while their group compiled
   int64_t groups_awaiting_compile = 0;
   int64_t compile_queue_full = 0;      // adaptive: groups not queued because the queue was full
+  int64_t shape_variants_refused = 0;  // new keys not compiled: NEURON_SHAPE_VARIANTS reached
   int64_t compile_cache_hits = 0;
   // Group modules written as IR: only builds that compile emit (the flush plans, never emits).
   int64_t lowerings_emitted = 0;
@@ -105,6 +106,7 @@ class Stats {
     ops_awaiting_compile_.fetch_add(ops, std::memory_order_relaxed);
   }
   void CountCompileQueueFull() { compile_queue_full_.fetch_add(1, std::memory_order_relaxed); }
+  void CountShapeVariantRefused() { shape_variants_refused_.fetch_add(1, std::memory_order_relaxed); }
   void CountCompileCacheHit() { compile_cache_hits_.fetch_add(1, std::memory_order_relaxed); }
   void CountLoweringEmitted() { lowerings_emitted_.fetch_add(1, std::memory_order_relaxed); }
   void CountPlans(int64_t hits, int64_t misses) {
@@ -142,6 +144,7 @@ class Stats {
   std::atomic<int64_t> ops_awaiting_compile_{0};
   std::atomic<int64_t> groups_awaiting_compile_{0};
   std::atomic<int64_t> compile_queue_full_{0};
+  std::atomic<int64_t> shape_variants_refused_{0};
   mutable absl::Mutex mu_;
   std::map<std::pair<std::string, std::string>, int64_t> host_fallbacks_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, std::vector<std::string>> host_fallback_lines_ ABSL_GUARDED_BY(mu_);

@@ -72,6 +72,7 @@ Stream::Stream(const runtime::Knobs& knobs, runtime::Stats* stats)
       max_group_ops_(EagerOnTrn(knobs) ? 1 : Adaptive(knobs) ? knobs.adaptive_group_ops : knobs.max_group_ops),
       stats_(stats),
       dump_dir_(knobs.dump_mlir_dir),
+      variants_(knobs.shape_variants),
       compiler_(CompilerOptionsOf(knobs), stats, &cache_stats_),
       pool_(Adaptive(knobs) ? std::make_unique<CompilePool>(
                                   CompilePoolOptions{static_cast<int>(knobs.compile_workers), knobs.compile_queue,
@@ -225,7 +226,14 @@ runtime::ExecUnit Stream::MakeGroupUnit(PlannedUnit& p) {
   unit.key = plan.key_hex;
   bool created = false;
   std::shared_ptr<runtime::CodeSlot> slot = compiler_.cache().Lookup(plan.key.material, &created);
-  if (created) {
+  if (created && !variants_.Admit(unit.key, p.ops)) {
+    // One more shape of a group already compiled in NEURON_SHAPE_VARIANTS shapes: not worth a
+    // compile (the key stays cached as refused, so it is not considered again).
+    slot->Fail(absl::FailedPreconditionError(
+        absl::StrCat("not compiled: its ops and lines were compiled in ", variants_.limit(),
+                     " other shapes already (NEURON_SHAPE_VARIANTS)")));
+    stats_->CountShapeVariantRefused();
+  } else if (created) {
     ExplainMiss(unit.key, p.ops);
     CompilePool* pool = builders_ != nullptr ? builders_.get() : pool_.get();
     if (!pool->Submit(CompileRequest::Of(plan, p.ops), slot)) {

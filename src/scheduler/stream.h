@@ -45,6 +45,7 @@
 #include "scheduler/plan_cache.h"
 #include "scheduler/segment_planner.h"
 #include "scheduler/segment_refs.h"
+#include "scheduler/shape_variants.h"
 #include "scheduler/miss_explainer.h"
 
 namespace trn::scheduler {
@@ -111,6 +112,7 @@ class Stream {
   static constexpr int64_t kRemoteRefreshNs = 50'000'000;
   int64_t remote_refreshed_ns_ ABSL_GUARDED_BY(flush_mu_) = -1;
   RefLedger ledger_;  // references of the flushes not released yet
+  ShapeVariants variants_;  // NEURON_SHAPE_VARIANTS
   runtime::cache::CacheStats cache_stats_;
   // Planning state: used by the executor thread only (PlanSegment).
   PlanCache plans_;
