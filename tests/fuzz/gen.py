@@ -34,7 +34,7 @@ class Generator:
         self.lines = []
         self.ns = {"torch": torch, "dev": torch.device("cpu"), "T": _make_T(torch.device("cpu"))}
         self.count = 0
-        self.n_steps = n_steps if n_steps is not None else self.rng.randint(3, 9)
+        self.n_steps = n_steps if n_steps is not None else self.rng.randint(3, 12)
         self.invalid = invalid if invalid is not None else (self.rng.random() < 0.2)
         self.invalid_done = False
 
@@ -124,7 +124,7 @@ class Generator:
         rng = self.rng
         kind = rng.choice(["view"] * 5 + ["inplace"] * 4 + ["binary"] * 4 + ["unary"] * 2 +
                           ["matmul"] * 2 + ["reduce"] * 3 + ["index"] * 3 + ["cat"] +
-                          ["softmax"] + ["where"] + ["input"])
+                          ["softmax"] + ["where"] + ["input"] + ["read"])
         if kind == "input":
             return self.make_input()
         try:
@@ -133,6 +133,15 @@ class Generator:
             return None
 
     # -- valid steps ---------------------------------------------------------------------------
+    def op_read(self):
+        """A read in the middle (a sync on the device) whose value feeds a new tensor."""
+        a = self.pick()
+        if a is None:
+            return None
+        out = self.fresh()
+        return self.rng.choice([f"{out} = T({a}.float().sum().item(), torch.float32)",
+                                f"{out} = T({a}.tolist(), {a}.dtype)"])
+
     def op_view(self):
         rng = self.rng
         a = self.pick()

@@ -88,3 +88,34 @@ result = torch.cat([x.flatten(), z.flatten()])
 """)
     assert "value" in cpu
     assert neu == cpu
+
+
+# Finding (seed 10195, eager): copy_ between two views of the same elements (two expands of one
+# tensor) raised the internal-overlap RuntimeError on the device; at::copy_ returns first (nothing
+# to copy). Fixed: the device's copy_ returns as at::copy_ does.
+@pytest.mark.parametrize("mode", ["eager", "compile", "adaptive"])
+def test_copy_between_views_of_the_same_elements(mode):
+    cpu, neu = device_vs_cpu(mode, """
+m = torch.tensor([3.0, 1.0]).to(dev).argmax()
+a = m.expand(2)
+b = m.expand(2)
+b.copy_(a)
+result = b + 0
+""")
+    assert cpu == {"value": [0, 0]}
+    assert neu == cpu
+
+
+# Found while reducing seed 10195: the other side of compile mode's overlap handling.
+@pytest.mark.xfail(strict=True, reason=(
+    "compile mode: copy_ into an expanded (self-overlapping) view from another tensor writes it; "
+    "PyTorch CPU and eager mode raise RuntimeError 'more than one element of the written-to tensor "
+    "refers to a single memory location'"))
+def test_copy_into_expanded_view_raises_in_compile_mode():
+    cpu, neu = device_vs_cpu("compile", """
+y = torch.tensor([3.0]).to(dev)
+y.expand(2).copy_(torch.tensor([1.0, 2.0]).to(dev))
+result = y + 0
+""")
+    assert cpu == {"error": "RuntimeError"}
+    assert neu == cpu
