@@ -183,7 +183,10 @@ class Generator:
         if a is None:
             return None
         t = self.ns[a]
-        b = self.pick(lambda u: _broadcastable_to(u.shape, t.shape) and _can_cast(u.dtype, t.dtype))
+        # never an argument that partly aliases what the op writes: PyTorch leaves the result
+        # undefined (it depends on the order the kernel visits elements)
+        b = self.pick(lambda u: _broadcastable_to(u.shape, t.shape) and _can_cast(u.dtype, t.dtype)
+                      and not _partial_alias(u, t))
         is_float = t.dtype.is_floating_point
         c = [f"{a}.fill_({rng.choice([0, 1, -2, 3]) if not is_float else rng.choice([0.5, -1.25, 2.0])})",
              f"{a}.zero_()"]
@@ -211,7 +214,8 @@ class Generator:
                 c += [f"{a}.transpose(0, 1)[{rng.randrange(t.shape[1])}].fill_({val})",
                       f"{a}[:, 0].add_({'1' if t.dtype != torch.bool else 'True'})"
                       if t.dtype != torch.bool else f"{a}[:, 0].fill_(False)"]
-            mask = self.pick(lambda u: u.dtype == torch.bool and _broadcastable_to(u.shape, t.shape))
+            mask = self.pick(lambda u: u.dtype == torch.bool and _broadcastable_to(u.shape, t.shape)
+                             and not _partial_alias(u, t))
             if mask is not None:
                 c.append(f"{a}.masked_fill_({mask}, {val})")
         return rng.choice(c)
@@ -423,6 +427,14 @@ def _broadcastable_to(src, dst):
         if x != y and x != 1:
             return False
     return True
+
+
+def _partial_alias(u, t):
+    """Whether `u` shares memory with `t` without being the very same view of it."""
+    if u.untyped_storage().data_ptr() != t.untyped_storage().data_ptr():
+        return False
+    return not (u.storage_offset() == t.storage_offset() and u.shape == t.shape
+                and u.stride() == t.stride())
 
 
 def _can_cast(src, dst):
