@@ -238,7 +238,10 @@ class Generator:
         if op in ("&", "|", "^") and "0.5" in form:
             form = f"{a} {op} {b}"
         extra = [f"torch.maximum({a}, {b})", f"torch.minimum({a}, {b})",
-                 f"torch.div({a}, {b}.abs().double() + 1)" if True else ""]
+                 f"torch.div({a}, {b}.abs().double() + 1)"]
+        if t.dtype != torch.bool and self.ns[b].dtype != torch.bool:
+            extra += [f"torch.floor_divide({a}, {b}.abs() + 1)", f"torch.remainder({a}, {b}.abs() + 1)",
+                      f"{a} ** 2", f"torch.cumsum({a}, {rng.randrange(t.dim()) if t.dim() else 0})"]
         return f"{out} = " + rng.choice([form, form, form] + extra)
 
     def op_unary(self):
@@ -391,9 +394,9 @@ class Generator:
             f"{out} = {a}.long().softmax(0)",
         ]
         if t.dtype == torch.int64:
-            c.append(f"{a}.add_(0.5)")
+            c += [f"{a}.add_(0.5)", f"{out} = {a}.mean()"]
         if t.dtype == torch.bool:
-            c.append(f"{out} = -{a}")
+            c += [f"{out} = -{a}", f"{out} = {a} - {a}"]
         return rng.choice(c)
 
 

@@ -69,15 +69,15 @@ result = x.masked_fill(x.long(), 1.0)
     assert neu == cpu
 
 
-# Finding (seeds 1247, 1670, 2357, 3239, compile mode).
+# Finding (seeds 1247, 1670, 2357, 3239, 31411, compile mode).
 @pytest.mark.xfail(strict=True, reason=(
     "compile mode: an in-place write through an expanded (self-overlapping) view raises 'more than "
     "one element of the written-to tensor refers to a single memory location' at the next sync; "
     "PyTorch CPU and eager mode write it (masked_fill_ with a deprecation warning)"))
-@pytest.mark.parametrize("op", ["masked_fill_", "fill_"])
+@pytest.mark.parametrize("op", ["masked_fill_", "fill_", "zero_"])
 def test_inplace_write_through_expanded_view(op):
-    write = ("e.masked_fill_(torch.tensor([[True], [False]]).to(dev), 5.0)" if op == "masked_fill_"
-             else "e.fill_(-1.25)")
+    write = {"masked_fill_": "e.masked_fill_(torch.tensor([[True], [False]]).to(dev), 5.0)",
+             "fill_": "e.fill_(-1.25)", "zero_": "e.zero_()"}[op]
     cpu, neu = device_vs_cpu("compile", f"""
 x = torch.tensor([[1.0], [2.0]]).to(dev)
 y = torch.tensor([3.0, 4.0]).to(dev)
