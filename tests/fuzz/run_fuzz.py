@@ -201,12 +201,13 @@ def run_mode(mode, seeds, timeout):
         proc = subprocess.Popen([sys.executable, os.path.abspath(__file__), "--worker", mode,
                                  "--seeds", ",".join(map(str, todo))],
                                 env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        return_proc = proc
         started = None
         done = set()
+        timed_out = False
         try:
             out, err = proc.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:
+            timed_out = True
             proc.kill()
             out, err = proc.communicate()
         for line in out.splitlines():
@@ -222,7 +223,9 @@ def run_mode(mode, seeds, timeout):
         if todo:  # the worker died (or timed out) in program `started`
             seed = started if started in todo else todo[0]
             records.append({"seed": seed, "mode": mode, "status": "fail", "kind": "crash",
-                            "detail": f"worker exit {return_proc.returncode}: {err[-1500:]}",
+                            "detail": f"worker exit {proc.returncode}"
+                            + (f" (killed after the {timeout} s timeout)" if timed_out else "")
+                            + f": {err[-1500:]}",
                             "lines": [], "repro": f"# seed {seed}: see gen.generate({seed})"})
             todo = [s for s in todo if s != seed]
     return records
