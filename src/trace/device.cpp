@@ -242,6 +242,13 @@ at::Tensor CopyFrom(const at::Tensor& self, const at::Tensor& dst, bool non_bloc
     }
     return dst;
   }
+  if (src_dev && dst_dev && self.is_alias_of(dst) && self.storage_offset() == dst.storage_offset() &&
+      self.sizes().equals(dst.sizes()) && self.strides().equals(dst.strides()) &&
+      self.scalar_type() == dst.scalar_type() && self.is_conj() == dst.is_conj() && self.is_neg() == dst.is_neg()) {
+    // Views of the same elements: nothing to copy, as at::copy_ does (it returns before its
+    // overlap check, so e.g. a copy between two expands of one tensor is no error; fuzz finding).
+    return dst;
+  }
   static const c10::OperatorHandle copy_op =
       c10::Dispatcher::singleton().findSchemaOrThrow("aten::copy_", "");
   runtime::OpRecord record(copy_op, {Snapshot(dst), PrivateArg(self), c10::IValue(false)});

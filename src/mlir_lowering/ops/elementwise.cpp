@@ -246,7 +246,15 @@ absl::Status SelectOf(GroupLowering& g, absl::string_view cond, absl::string_vie
   return g.WriteResult(0, v);
 }
 absl::Status Where(GroupLowering& g, const runtime::OpRecord&) { return SelectOf(g, "condition", "self", "other"); }
-absl::Status MaskedFill(GroupLowering& g, const runtime::OpRecord&) { return SelectOf(g, "mask", "value", "self"); }
+absl::Status MaskedFill(GroupLowering& g, const runtime::OpRecord&) {
+  // PyTorch refuses a non-bool mask when the kernel runs (its Meta kernel does not check): left
+  // to the op-by-op path, which raises that error, instead of compiling a mask != 0 (fuzz finding).
+  TRN_ASSIGN_OR_RETURN(Operand mask, ArgOperand(g, "mask"));
+  if (mask.dtype != c10::kBool) {
+    return absl::UnimplementedError("masked_fill with a non-bool mask");
+  }
+  return SelectOf(g, "mask", "value", "self");
+}
 
 // ---- clamps and activations ---------------------------------------------------------------
 
