@@ -195,8 +195,7 @@ class Generator:
             if t.dtype != torch.bool:
                 c += [f"{a}.add_({b})", f"{a}.mul_({b})", f"{a}.sub_({b})"]
                 if is_float:
-                    c += [f"{a}.add_({b}, alpha=0.5)", f"{a}.addcmul_({b}, {b}, value=0.25)"
-                          if b != a or True else ""]
+                    c += [f"{a}.add_({b}, alpha=0.5)", f"{a}.addcmul_({b}, {b}, value=0.25)"]
         if t.dtype != torch.bool:
             c += [f"{a}.clamp_({rng.choice([-1, 0])}, {rng.choice([1, 2])})",
                   f"{a}.add_({rng.choice([1, 2, -3])})", f"{a}.mul_({rng.choice([2, -1])})"]
