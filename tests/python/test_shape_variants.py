@@ -37,16 +37,21 @@ def generate(n, **env):
     return last_json(run_python(GENERATE.format(n=n), env={"NEURON_MODE": "compile", "NEURON_CACHE_DIR": "off", **env}))
 
 
-def test_generate_compiles_a_bounded_number_of_shapes():
-    short, long = generate(24), generate(48)
+@pytest.fixture(scope="module")
+def short():
+    return generate(24)   # shared: each generate run takes ~30 s on this machine
+
+
+def test_generate_compiles_a_bounded_number_of_shapes(short):
+    long = generate(48)
     assert short["same"] and long["same"], (short, long)
     assert long["compiles"] - short["compiles"] < 24 / 4, (short, long)
     assert long["refused"] > short["refused"] > 0, (short, long)
     assert not long["failures"], long["failures"]
 
 
-def test_without_the_bound_every_length_compiles():
-    bounded, unbounded = generate(24), generate(24, NEURON_SHAPE_VARIANTS="0")
+def test_without_the_bound_every_length_compiles(short):
+    bounded, unbounded = short, generate(24, NEURON_SHAPE_VARIANTS="0")
     assert unbounded["same"], unbounded
     assert unbounded["refused"] == 0
     assert unbounded["compiles"] >= bounded["compiles"] + 24 - 8, (bounded, unbounded)
