@@ -48,9 +48,22 @@ namespace {
       PyErr_SetString(cls.ptr(), msg.c_str());
       throw py::error_already_set();
     }
-    default:
-      throw std::runtime_error(msg);
+    case runtime::ErrorKind::kLinAlg: {
+      // The classes torch's own edge maps c10::LinAlgError / c10::OutOfMemoryError to (what
+      // .cpu() raises for the same stored error, through trace::ThrowIfError).
+      py::object cls = py::module_::import("torch.linalg").attr("LinAlgError");
+      PyErr_SetString(cls.ptr(), msg.c_str());
+      throw py::error_already_set();
+    }
+    case runtime::ErrorKind::kOutOfMemory: {
+      py::object cls = py::module_::import("torch").attr("OutOfMemoryError");
+      PyErr_SetString(cls.ptr(), msg.c_str());
+      throw py::error_already_set();
+    }
+    case runtime::ErrorKind::kRuntime:
+      break;  // (no default: a new kind must be mapped here, -Wswitch says so)
   }
+  throw std::runtime_error(msg);
 }
 
 trace::DeviceState& StateOrRaise() {

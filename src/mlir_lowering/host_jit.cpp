@@ -5,6 +5,7 @@
 
 #include "mlir_lowering/host_pipeline.h"
 #include "mlir_lowering/llvm_optimize.h"
+#include "mlir_lowering/object_check.h"
 
 #include "absl/strings/str_cat.h"
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
@@ -311,6 +312,11 @@ LoadedObject::~LoadedObject() {
 }
 
 absl::StatusOr<std::unique_ptr<LoadedObject>> LoadObject(const ObjectCode& code) {
+  // The linker trusts the object's structure: a malformed one aborted the process (issue 34).
+  if (absl::Status checked = CheckObject(code.bytes); !checked.ok()) {
+    return absl::Status(checked.code(), absl::StrCat("refusing the object for ", code.entry_symbol, ": ",
+                                                     checked.message()));
+  }
   absl::StatusOr<SharedJit*> shared = GetSharedJit();
   if (!shared.ok()) {
     return shared.status();

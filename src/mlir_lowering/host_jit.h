@@ -86,8 +86,9 @@ class LoadedObject {
 // Thread-safe; affects objects loaded afterwards.
 void RegisterRuntimeSymbolPrefix(std::string prefix, void* address);
 
-// Links a copy of `code.bytes` into a fresh JITDylib and resolves `code.entry_symbol`.
-// Errors: Internal when the object cannot be linked or the symbol is missing.
+// Checks `code.bytes` (CheckObject in object_check.h), links a copy into a fresh JITDylib and
+// resolves `code.entry_symbol`. Errors: InvalidArgument for a malformed object (refused before
+// the linker sees it), Internal when the object cannot be linked or the symbol is missing.
 // Note: only load bytes you produced or verified (DESIGN.md §3.8): this runs native code.
 absl::StatusOr<std::unique_ptr<LoadedObject>> LoadObject(const ObjectCode& code);
 

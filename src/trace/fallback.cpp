@@ -20,6 +20,7 @@
 #include "runtime/op_runner.h"
 #include "runtime/profiler.h"
 #include "runtime/schema_util.h"
+#include "trace/device_check.h"
 #include "trace/device_state.h"
 #include "trace/meta_cache.h"
 #include "trace/shape_rules.h"
@@ -175,6 +176,11 @@ void RecordingFallback(const c10::OperatorHandle& orig_op, torch::jit::Stack* st
   const c10::OperatorHandle op = Canonical(orig_op, &args);
   const c10::FunctionSchema& schema = op.schema();
   DeviceState& state = State();
+  // A non-scalar host tensor next to device tensors: refused before anything runs or is recorded.
+  if (absl::Status mismatch = CheckSameDevice(op, args); !mismatch.ok()) {
+    ThrowIfError(runtime::WithOpContext(mismatch, runtime::OpName(op),
+                                        runtime::GlobalSourceTable().Format(CaptureSource())));
+  }
   UseDeviceGenerator(schema, &args);
 
   // Decide whether the op can be recorded.

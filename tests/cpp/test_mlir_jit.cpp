@@ -1,5 +1,6 @@
 // trn_mlir host JIT: self-test, error reporting, object round trip, opt levels, concurrency.
 #include "mlir_lowering/host_jit.h"
+#include "mlir_lowering/object_check.h"
 
 #include "mlir/ExecutionEngine/CRunnerUtils.h"
 #include "llvm/Object/ObjectFile.h"
@@ -15,6 +16,7 @@
 
 namespace {
 
+using trn::mlir_lowering::CheckObject;
 using trn::mlir_lowering::CompileToObject;
 using trn::mlir_lowering::LoadObject;
 using trn::mlir_lowering::ObjectCode;
@@ -186,7 +188,33 @@ TEST_CASE("corrupt object bytes fail to load with a status", "[mlir]") {
   ObjectCode junk{"not an object file", "_mlir_ciface_scale", 0};
   auto loaded = LoadObject(junk);
   REQUIRE_FALSE(loaded.ok());
-  CHECK(loaded.status().code() == absl::StatusCode::kInternal);
+  CHECK(loaded.status().code() == absl::StatusCode::kInvalidArgument);  // refused before linking
+  CHECK(loaded.status().message().find("malformed object") != std::string_view::npos);
+}
+
+// CheckObject runs no linker, so corruptions that aborted RuntimeDyld are safe to try in-process
+// (tests/python/test_cache_object_check.py links them in subprocesses, through the disk tier).
+TEST_CASE("CheckObject accepts compiled objects and refuses malformed ones", "[mlir]") {
+  auto code = CompileToObject(kScaleModule, "scale", 1);
+  REQUIRE(code.ok());
+  CHECK(CheckObject(code->bytes).ok());
+  const std::string& good = code->bytes;
+  auto refused = [](const std::string& bytes) {
+    absl::Status s = CheckObject(bytes);
+    return s.code() == absl::StatusCode::kInvalidArgument &&
+           s.message().find("malformed object") != std::string_view::npos;
+  };
+  CHECK(refused(""));
+  CHECK(refused(good.substr(0, good.size() / 2)));
+  CHECK(refused(good.substr(0, 40)));
+  std::string machine = good;
+  machine[18] = static_cast<char>(183);  // e_machine: EM_AARCH64
+  machine[19] = 0;
+  CHECK(refused(machine));
+  std::string shnum = good;
+  shnum[60] = static_cast<char>(0xF0);  // e_shnum: far more sections than the file holds
+  shnum[61] = static_cast<char>(0xFF);
+  CHECK(refused(shnum));
 }
 
 TEST_CASE("compilation runs concurrently on two threads", "[mlir]") {
