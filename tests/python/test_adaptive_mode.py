@@ -147,22 +147,25 @@ def test_a_compile_thread_out_of_memory_fails_only_that_build():
 
 def test_the_group_that_costs_most_while_waiting_compiles_first(tmp_path):
     # One compile worker, every compile 2 s longer. While the worker builds, group `cold` runs
-    # once and then group `hot` 20 times, both op by op. The worker's next pick is the queued
+    # once and then group `hot` (three 128x128 products) 30 times, both op by op. The worker's next pick is the queued
     # group that cost the most so far without code (CodeSlot::payoff_ns): hot, although cold was
     # queued first (arrival order would build cold first).
     trace = tmp_path / "trace.json"
     out = run_json(f"""
         import json, torch, torch_trn
-        x = torch.randn(64, 64).to("neuron")
+        xc = torch.randn(128, 128)
+        x = xc.to("neuron")
         def first(x): return (x * 1.5 + 0.5).tanh().sum()
         def cold(x): return (x - 0.25).exp().mean()
-        def hot(x): return (x @ x).relu().sum()
+        def hot(x): return (x @ x @ x @ x).relu().sum()   # far more work per run than cold
+        for f in (first, cold, hot):
+            f(xc)                    # the CPU kernels' first-call costs are paid here, not in cold's one run
         torch_trn.sync()
         with torch_trn.profile({str(trace)!r}):
             first(x).item()          # the worker starts on this one
             cold(x).item()           # queued
-            for _ in range(20):
-                hot(x).item()        # queued after cold, run 20 times meanwhile
+            for _ in range(30):
+                hot(x).item()        # queued after cold, run 30 times meanwhile
             torch_trn.wait_for_compiles()
         print(json.dumps({{"order": list(torch_trn._C.compiled_keys())}}))
     """, env={"NEURON_COMPILE_WORKERS": "1", "NEURON_TIERING": "0", "NEURON_TEST_COMPILE_FAULT": "slow"})
