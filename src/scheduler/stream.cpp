@@ -1,7 +1,5 @@
 #include "scheduler/stream.h"
 
-#include <unistd.h>
-
 #include <cstdint>
 #include <fstream>
 #include <functional>
@@ -50,8 +48,7 @@ CompilerOptions CompilerOptionsOf(const runtime::Knobs& knobs) {
                                            knobs.test_cache_fault,
                                            knobs.cache_secret,
                                            runtime::cache::DefaultSecretFile(),
-                                           knobs.test_cache_uid >= 0 ? knobs.test_cache_uid
-                                                                     : static_cast<int64_t>(::geteuid())};
+                                           knobs.test_cache_uid};
   o.target = knobs.target;
   return o;
 }

@@ -132,7 +132,6 @@ std::vector<std::string> DirNames(const std::string& dir) {
   return names;
 }
 
-uid_t ExpectedUid(int64_t expected) { return expected >= 0 ? static_cast<uid_t>(expected) : ::geteuid(); }
 
 Reject CheckPath(const std::string& path, uid_t uid, bool follow) {
   struct stat st;
@@ -198,6 +197,8 @@ std::vector<ScannedFile> Scan(const std::string& root) {
 }
 
 }  // namespace
+
+uid_t ExpectedUid(int64_t expected) { return expected >= 0 ? static_cast<uid_t>(expected) : ::geteuid(); }
 
 Reject CheckTrusted(const FileFacts& facts, uid_t expected_uid) {
   if (facts.uid != expected_uid) return Reject::kInsecureOwner;
@@ -480,13 +481,14 @@ std::vector<EntryInfo> ListEntries(const std::string& dir, bool verify, int64_t 
       std::string bytes;
       const int fd = OpenEntry(f.path);
       struct stat st;
+      // As in DiskCache::Load: the file and its directories are trusted before a byte is read.
       Reject r = Reject::kUnreadable;
-      if (fd >= 0 && ::fstat(fd, &st) == 0 && (r = CheckEntryFile(st, uid)) == Reject::kNone &&
-          (r = ReadAll(fd, &bytes) ? Reject::kNone : Reject::kUnreadable) == Reject::kNone) {
-        r = CheckTrusted(FileFacts{st.st_uid, st.st_mode}, uid);
-        if (r == Reject::kNone) r = root_trust;
-        if (r == Reject::kNone) r = CheckPath(Dirname(f.path), uid, false);
-        if (r == Reject::kNone) r = CheckPath(Dirname(Dirname(f.path)), uid, false);
+      if (fd >= 0 && ::fstat(fd, &st) == 0) r = CheckEntryFile(st, uid);
+      if (r == Reject::kNone) r = root_trust;
+      if (r == Reject::kNone) r = CheckPath(Dirname(f.path), uid, false);
+      if (r == Reject::kNone) r = CheckPath(Dirname(Dirname(f.path)), uid, false);
+      if (r == Reject::kNone && !ReadAll(fd, &bytes)) r = Reject::kUnreadable;
+      if (r == Reject::kNone) {
         Header header;
         Reject content = Reject::kNone;
         // Header fields are shown even unverified; the hash is only checked when asked.
@@ -494,7 +496,7 @@ std::vector<EntryInfo> ListEntries(const std::string& dir, bool verify, int64_t 
         e.compiler_version = header.identity.compiler_version;
         e.target = header.identity.target;
         e.tier = header.tier;
-        if (r == Reject::kNone && verify) r = content;
+        if (verify) r = content;
       }
       if (fd >= 0) ::close(fd);
       e.status = verify ? std::string(r == Reject::kNone ? "ok" : RejectName(r)) : "";

@@ -53,6 +53,9 @@ struct FileFacts {
 };
 // kNone if `facts` may be trusted by `expected_uid`; else kInsecureOwner or kInsecureMode.
 Reject CheckTrusted(const FileFacts& facts, uid_t expected_uid);
+// The uid whose files are trusted: `expected` (tests: NEURON_TEST_CACHE_UID) when >= 0, else
+// the effective uid. The disk tier and the distributed tier's secret file use the same rule.
+uid_t ExpectedUid(int64_t expected);
 
 class DiskCache {
  public:

@@ -11,6 +11,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/match.h"
 #include "absl/time/time.h"
+#include "runtime/cache/disk_cache.h"
 #include "runtime/cache/remote_auth.h"
 #include "runtime/log.h"
 
@@ -67,15 +68,17 @@ std::shared_ptr<RemoteStore> RemoteTier::store() {
   {
     // Asked again every time while there is none (once per flush that builds something, never
     // per op): the program may initialise torch.distributed at any point, and a build that
-    // missed it would be compiled by every rank.
+    // missed it would be compiled by every rank. Without a secret (refused once: the
+    // environment and the file do not change) nothing is shared, so nothing is asked again.
     absl::MutexLock lock(&mu_);
-    if (store_ != nullptr || stop_) return store_;
+    if (store_ != nullptr || stop_ || secret_refused_) return store_;
   }
   const RemoteStoreProvider provider = provider_ ? provider_ : GlobalProvider();
   std::shared_ptr<RemoteStore> s = provider ? provider() : nullptr;  // may take the GIL: not under mu_
   if (s == nullptr) return nullptr;
   // Builds are shared only under the job's secret (remote_auth.h): without one, nothing is.
-  absl::StatusOr<std::string> secret = LoadJobSecret(options_.secret, options_.secret_file, options_.owner_uid);
+  absl::StatusOr<std::string> secret =
+      LoadJobSecret(options_.secret, options_.secret_file, ExpectedUid(options_.owner_uid));
   absl::MutexLock lock(&mu_);
   if (!secret.ok()) {
     if (!secret_refused_) {

@@ -68,7 +68,7 @@ struct RemoteOptions {
   // a store is first found. Without a secret the tier finds no store: nothing is shared.
   std::string secret;
   std::string secret_file;
-  int64_t owner_uid = -1;
+  int64_t owner_uid = -1;  // -1: the effective uid (ExpectedUid, disk_cache.h)
 };
 
 class RemoteTier {
