@@ -174,6 +174,8 @@ py::dict Stats() {
   out["compiled_bytes_written"] = s.compiled_bytes_written;
   out["temporaries_elided"] = s.temporaries_elided;
   out["loops_split"] = s.loops_split;
+  out["kernel_stragglers"] = s.kernel_stragglers;
+  out["kernels_run_alone"] = s.kernels_run_alone;
   out["storages_released_early"] = s.storages_released_early;
   out["bytes_released_early"] = s.bytes_released_early;
   out["compiles"] = s.compiles;
@@ -280,6 +282,8 @@ py::list GroupBenchTable() {
     d["runs"] = r.runs;
     d["compiled_ns"] = r.compiled_ns;
     d["op_by_op_ns"] = r.op_by_op_ns;
+    d["compiled_median_ns"] = r.compiled_median_ns;
+    d["op_by_op_median_ns"] = r.op_by_op_median_ns;
     rows.append(d);
   }
   return rows;

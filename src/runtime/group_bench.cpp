@@ -1,5 +1,6 @@
 #include "runtime/group_bench.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "absl/container/flat_hash_map.h"
@@ -58,12 +59,31 @@ void GroupBench::Record(const std::string& key, const std::vector<OpRecord>& ops
   ++row.runs;
   row.op_by_op_ns += op_by_op_ns;
   row.compiled_ns += compiled_ns;
+  Samples& samples = samples_[key];
+  samples.compiled.push_back(compiled_ns);
+  samples.op_by_op.push_back(op_by_op_ns);
 }
+
+namespace {
+
+int64_t Median(std::vector<int64_t> v) {
+  if (v.empty()) return 0;
+  std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
+  return v[v.size() / 2];
+}
+
+}  // namespace
 
 std::vector<GroupBenchRow> GroupBench::Rows() const {
   absl::MutexLock lock(&mu_);
   std::vector<GroupBenchRow> out;
-  for (const auto& [key, row] : rows_) out.push_back(row);
+  for (const auto& [key, row] : rows_) {
+    out.push_back(row);
+    const auto it = samples_.find(key);
+    if (it == samples_.end()) continue;
+    out.back().compiled_median_ns = Median(it->second.compiled);
+    out.back().op_by_op_median_ns = Median(it->second.op_by_op);
+  }
   return out;
 }
 

@@ -25,6 +25,9 @@ struct GroupBenchRow {
   int64_t runs = 0;
   int64_t compiled_ns = 0;   // summed over runs
   int64_t op_by_op_ns = 0;
+  // Medians over runs: robust to a run preempted on a loaded machine, which dominates a sum.
+  int64_t compiled_median_ns = 0;
+  int64_t op_by_op_median_ns = 0;
 };
 
 class GroupBench {
@@ -38,7 +41,11 @@ class GroupBench {
 
  private:
   mutable absl::Mutex mu_;
+  struct Samples {
+    std::vector<int64_t> compiled, op_by_op;  // one per run
+  };
   std::map<std::string, GroupBenchRow> rows_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, Samples> samples_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace trn::runtime
