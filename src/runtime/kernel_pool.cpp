@@ -13,6 +13,17 @@ thread_local KernelPool* this_thread_pool = nullptr;
 
 constexpr uint64_t Pack(uint64_t generation, uint64_t index) { return generation << 32 | index; }
 
+int64_t NowNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+// Straggler back-off bounds (kernel_pool.h), and the wait for helpers' chunks that never counts
+// as a straggler (a chunk a helper took just before the executor ran out of chunks).
+constexpr int64_t kMinBackoffNs = 1'000'000;
+constexpr int64_t kMaxBackoffNs = 256'000'000;
+constexpr int64_t kStragglerSlackNs = 20'000;
+
 }  // namespace
 
 KernelPool* KernelPool::OfThisThread() { return this_thread_pool; }
@@ -36,22 +47,25 @@ KernelPool::~KernelPool() {
   for (std::thread& t : threads_) t.join();
 }
 
-void KernelPool::RunChunks() {
+int64_t KernelPool::RunChunks() {
+  int64_t ran_ns = 0;
   const uint64_t generation = generation_.load(std::memory_order_acquire);
   const int n = n_.load(std::memory_order_acquire);
   while (true) {
     uint64_t v = next_.load(std::memory_order_acquire);
     int index = 0;
     do {
-      if ((v >> 32) != (generation & 0xffffffffu) || static_cast<int>(v & 0xffffffffu) >= n) return;
+      if ((v >> 32) != (generation & 0xffffffffu) || static_cast<int>(v & 0xffffffffu) >= n) return ran_ns;
       index = static_cast<int>(v & 0xffffffffu);
     } while (!next_.compare_exchange_weak(v, v + 1, std::memory_order_acq_rel, std::memory_order_acquire));
+    const int64_t begin = NowNs();
     try {
       (*fn_)(index);
     } catch (...) {
       absl::MutexLock lock(&error_mu_);
       if (!error_) error_ = std::current_exception();
     }
+    ran_ns += NowNs() - begin;
     done_.fetch_add(1, std::memory_order_acq_rel);
   }
 }
@@ -64,19 +78,35 @@ void KernelPool::Helper() {
     const bool fresh = SpinUntil(std::chrono::microseconds(30),
                                  [&] { return generation_.load(std::memory_order_acquire) != seen; });
     if (!fresh) {
-      absl::MutexLock lock(&mu_);
-      auto woken = [this, seen]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stop_ || posted_ != seen; };
-      mu_.Await(absl::Condition(&woken));
-      if (stop_) return;
+      // Announce the sleep before testing the generation again under mu_ (both seq_cst), so a
+      // ParallelFor that published a kernel either sees a sleeper and wakes it, or published
+      // before this test, which then sees the kernel: no kernel is missed by a sleeping helper.
+      sleepers_.fetch_add(1);
+      {
+        absl::MutexLock lock(&mu_);
+        auto woken = [this, seen]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+          return stop_ || generation_.load() != seen;
+        };
+        mu_.Await(absl::Condition(&woken));
+      }
+      sleepers_.fetch_sub(1);
+      if (Stopping()) return;
     }
     seen = generation_.load(std::memory_order_acquire);
     RunChunks();
   }
 }
 
+bool KernelPool::Stopping() {
+  absl::MutexLock lock(&mu_);
+  return stop_;
+}
+
 void KernelPool::ParallelFor(int n, const std::function<void(int)>& fn) {
   if (n <= 0) return;
-  if (threads_.empty() || n == 1) {
+  const int64_t start = NowNs();
+  if (threads_.empty() || n == 1 || (alone_until_ns_ != 0 && start < alone_until_ns_)) {
+    if (n > 1 && !threads_.empty() && stats_ != nullptr) stats_->CountKernelRunAlone();
     for (int i = 0; i < n; ++i) fn(i);
     return;
   }
@@ -87,12 +117,11 @@ void KernelPool::ParallelFor(int n, const std::function<void(int)>& fn) {
   n_.store(n, std::memory_order_release);
   done_.store(0, std::memory_order_release);
   next_.store(Pack(generation, 0), std::memory_order_release);
-  generation_.store(generation, std::memory_order_release);
-  {
-    absl::MutexLock lock(&mu_);
-    posted_ = generation;
+  generation_.store(generation);  // seq_cst: ordered before the sleepers_ load (Helper)
+  if (sleepers_.load() > 0) {
+    absl::MutexLock lock(&mu_);  // the unlock wakes the sleeping helpers (their condition holds)
   }
-  RunChunks();
+  const int64_t own_ns = RunChunks();
   // Chunks a helper claimed and still runs: wait for them (they are running, not queued).
   for (int spins = 0; done_.load(std::memory_order_acquire) < n; ++spins) {
     if (spins < 4000) {
@@ -100,6 +129,16 @@ void KernelPool::ParallelFor(int n, const std::function<void(int)>& fn) {
     } else {
       std::this_thread::yield();
     }
+  }
+  const int64_t end = NowNs();
+  // Time not spent on chunks of its own: waking helpers and waiting for their chunks.
+  if (end - start - own_ns > std::max(own_ns, kStragglerSlackNs)) {  // a straggler: back off
+    backoff_ns_ = std::clamp(backoff_ns_ * 2, kMinBackoffNs, kMaxBackoffNs);
+    alone_until_ns_ = end + backoff_ns_;
+    if (stats_ != nullptr) stats_->CountKernelStraggler();
+  } else {
+    backoff_ns_ /= 2;
+    alone_until_ns_ = 0;
   }
   SetOpenMpThreads(team);
   std::exception_ptr error;

@@ -85,6 +85,8 @@ StatsSnapshot Stats::Snapshot() const {
   s.compiled_bytes_written = compiled_bytes_written_.load(std::memory_order_relaxed);
   s.temporaries_elided = temporaries_elided_.load(std::memory_order_relaxed);
   s.loops_split = loops_split_.load(std::memory_order_relaxed);
+  s.kernel_stragglers = kernel_stragglers_.load(std::memory_order_relaxed);
+  s.kernels_run_alone = kernels_run_alone_.load(std::memory_order_relaxed);
   s.storages_released_early = storages_released_early_.load(std::memory_order_relaxed);
   s.bytes_released_early = bytes_released_early_.load(std::memory_order_relaxed);
   s.compile_cache_hits = compile_cache_hits_.load(std::memory_order_relaxed);
@@ -121,6 +123,8 @@ void Stats::Reset() {
   compiled_bytes_written_ = 0;
   temporaries_elided_ = 0;
   loops_split_ = 0;
+  kernel_stragglers_ = 0;
+  kernels_run_alone_ = 0;
   storages_released_early_ = 0;
   bytes_released_early_ = 0;
   compile_cache_hits_ = 0;

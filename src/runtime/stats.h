@@ -47,6 +47,10 @@ struct StatsSnapshot {
   int64_t temporaries_elided = 0;      // written views compiled code kept out of device memory
   // Compiled loop nests split over the executor's kernel pool (mlir_lowering/parallel_passes.h).
   int64_t loops_split = 0;
+  // Kernel pool (kernel_pool.h): splits whose executor waited for a preempted helper's chunk, and
+  // kernels run on the executor alone during the back-off that follows.
+  int64_t kernel_stragglers = 0;
+  int64_t kernels_run_alone = 0;
   // compile / adaptive: storages freed right after the last unit of their flush that uses them,
   // before the flush's units are released (Executor::PlanEarlyRelease), and their bytes.
   int64_t storages_released_early = 0;
@@ -96,6 +100,8 @@ class Stats {
   }
   void CountTemporariesElided(int64_t n) { temporaries_elided_.fetch_add(n, std::memory_order_relaxed); }
   void CountLoopSplit() { loops_split_.fetch_add(1, std::memory_order_relaxed); }
+  void CountKernelStraggler() { kernel_stragglers_.fetch_add(1, std::memory_order_relaxed); }
+  void CountKernelRunAlone() { kernels_run_alone_.fetch_add(1, std::memory_order_relaxed); }
   void CountReleasedEarly(int64_t bytes) {
     storages_released_early_.fetch_add(1, std::memory_order_relaxed);
     bytes_released_early_.fetch_add(bytes, std::memory_order_relaxed);
@@ -133,6 +139,8 @@ class Stats {
   std::atomic<int64_t> compiled_bytes_written_{0};
   std::atomic<int64_t> temporaries_elided_{0};
   std::atomic<int64_t> loops_split_{0};
+  std::atomic<int64_t> kernel_stragglers_{0};
+  std::atomic<int64_t> kernels_run_alone_{0};
   std::atomic<int64_t> storages_released_early_{0};
   std::atomic<int64_t> bytes_released_early_{0};
   std::atomic<int64_t> compile_cache_hits_{0};

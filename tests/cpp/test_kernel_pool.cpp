@@ -1,12 +1,17 @@
 // KernelPool: every chunk of a kernel runs exactly once, on the caller or a helper, kernels run
-// back to back, a chunk's exception reaches the caller after every chunk finished.
+// back to back, a chunk's exception reaches the caller after every chunk finished, and a
+// straggling helper makes the pool run kernels on the caller alone for a while.
 #include "runtime/kernel_pool.h"
 
 #include <atomic>
+#include <chrono>
+#include <thread>
 #include <stdexcept>
 #include <vector>
 
 #include <catch2/catch.hpp>
+
+#include "runtime/stats.h"
 
 using trn::runtime::KernelPool;
 
@@ -40,4 +45,37 @@ TEST_CASE("a pool without helpers runs every chunk on the caller", "[kernel_pool
   std::vector<int> order;
   pool.ParallelFor(3, [&](int i) { order.push_back(i); });
   CHECK(order == std::vector<int>{0, 1, 2});
+}
+
+TEST_CASE("a helper that stalls a kernel makes the next kernels run on the caller alone", "[kernel_pool]") {
+  trn::runtime::Stats stats;
+  KernelPool pool(/*helpers=*/1, &stats);
+  const std::thread::id caller = std::this_thread::get_id();
+  // Kernel 1: a chunk a helper runs takes 30 ms (as if the helper lost its core mid-chunk); the
+  // caller's own chunks take no time, so it waits for the helper far longer than it worked.
+  // Each chunk waits until a helper has claimed one, so the helper is sure to take part.
+  std::atomic<bool> helper_ran{false};
+  pool.ParallelFor(64, [&](int) {
+    if (std::this_thread::get_id() != caller) {
+      helper_ran = true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(30));
+    } else {
+      while (!helper_ran.load()) std::this_thread::yield();
+    }
+  });
+  REQUIRE(helper_ran.load());
+  CHECK(stats.Snapshot().kernel_stragglers == 1);
+  // Within the back-off (>= 1 ms after the stall ended), every chunk runs on the caller.
+  std::atomic<int> on_helpers{0};
+  pool.ParallelFor(16, [&](int) {
+    if (std::this_thread::get_id() != caller) on_helpers.fetch_add(1);
+  });
+  CHECK(on_helpers.load() == 0);
+  CHECK(stats.Snapshot().kernels_run_alone == 1);
+  // After the back-off the pool splits again, and every chunk still runs exactly once.
+  std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  std::vector<std::atomic<int>> runs(16);
+  pool.ParallelFor(16, [&](int i) { runs[i].fetch_add(1); });
+  for (auto& r : runs) CHECK(r.load() == 1);
+  CHECK(stats.Snapshot().kernels_run_alone == 1);
 }
