@@ -15,6 +15,8 @@ process with the same data and thread settings; a step ends at `loss.item()`. Ro
     compile_warm   NEURON_MODE=compile, restarted on the cold run's disk cache
     adaptive       NEURON_MODE=adaptive, cold; timed after `wait_for_compiles()`
     adaptive_warm  NEURON_MODE=adaptive, restarted on the cold run's disk cache
+    dynamo         torch.compile(model.loss, backend="neuron"), NEURON_MODE=compile, cold (not by default)
+    inductor       torch.compile(model.loss) on the CPU: PyTorch's Inductor (not by default: minutes)
 
 The step is timed after --warmup steps (adaptive: warm-up, wait_for_compiles(), two more steps),
 as median (min, max) over --steps steps; with --repeat R each row runs R processes and the
@@ -72,10 +74,13 @@ else:  # the demo transformer of examples/train_demo.py
 dev = torch.device("cpu") if mode == "cpu" else torch_trn.device()
 model = model.to(dev)
 opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=wd)
+loss_fn = model.loss
+if os.environ.get("STEADY_DYNAMO"):  # torch.compile of the loss (forward + AOTAutograd backward)
+    loss_fn = torch.compile(model.loss, backend=os.environ["STEADY_DYNAMO"])
 
 def step(x, y):
     t = time.perf_counter()
-    loss = model.loss(x.to(dev), y.to(dev))
+    loss = loss_fn(x.to(dev), y.to(dev))
     loss.backward(); opt.step(); opt.zero_grad()
     v = loss.item()
     return time.perf_counter() - t, v
@@ -113,7 +118,11 @@ ROWS = {
     "compile_warm": ("compile", {"NEURON_MODE": "compile"}, "warm"),
     "adaptive": ("adaptive", {"NEURON_MODE": "adaptive"}, "cold"),
     "adaptive_warm": ("adaptive", {"NEURON_MODE": "adaptive"}, "warm"),
+    # torch.compile: the neuron backend in compile mode, and PyTorch's Inductor on the CPU.
+    "dynamo": ("compile", {"NEURON_MODE": "compile", "STEADY_DYNAMO": "neuron"}, "cold"),
+    "inductor": ("cpu", {"STEADY_DYNAMO": "inductor"}, None),
 }
+DEFAULT_ROWS = ["cpu", "eager", "compile", "compile_warm", "adaptive", "adaptive_warm"]
 
 
 def run(model, row, args, tmp, extra_env=None):
@@ -170,7 +179,8 @@ def print_groups(model, r):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--models", default="mlp,cnn,gpt,demo")
-    ap.add_argument("--rows", default=",".join(ROWS), help=f"comma list of rows: {','.join(ROWS)}")
+    ap.add_argument("--rows", default=",".join(DEFAULT_ROWS),
+                    help=f"comma list of rows: {','.join(ROWS)} (default: all but dynamo and inductor)")
     ap.add_argument("--steps", type=int, default=20, help="timed steps per process")
     ap.add_argument("--warmup", type=int, default=5)
     ap.add_argument("--repeat", type=int, default=1, help="processes per row; the median one is reported")
