@@ -10,18 +10,20 @@ NEURON_PROFILE profile and registers the drain at exit.
 (`python3 -m torch_trn [timeline|audit|cache ...]`, `python3 -m torch_trn.timeline|audit`): Python
 imports the package before it runs such a module, and these read files or start another process,
 so they must not import torch (~3 s), start the device's threads, nor write a NEURON_PROFILE left
-exported from profiling a program. There the device starts on first use (`native()`), without the
-profile. Thread-safety: call from the importing thread (Python's import lock serialises it).
+exported from profiling a program. There a command that needs the device (`cache`) calls start(),
+which then leaves NEURON_PROFILE alone. Thread-safety: call from the importing thread (Python's
+import lock serialises it).
 """
 import os
 import sys
+
+from . import _native
 
 _BACKEND = "neuron"
 
 # The modules `python3 -m` runs without the runtime: the command-line entry points.
 _CLI_MODULES = frozenset({"torch_trn", "torch_trn.__main__", "torch_trn.timeline", "torch_trn.audit"})
 
-_native = None          # torch_trn._C once start() ran
 _cli = False            # this process is one of the command lines above
 _profile_path = None    # NEURON_PROFILE, written at exit (never in a command-line process)
 
@@ -51,16 +53,11 @@ def start_unless_cli() -> None:
     start()
 
 
-def native():
-    """torch_trn._C with the device started (starting it now if the import did not)."""
-    return _native if _native is not None else start()
-
-
 def start():
     """Starts the device (once); returns torch_trn._C."""
-    global _native, _profile_path
-    if _native is not None:
-        return _native
+    global _profile_path
+    if _native._C is not None:
+        return _native._C
     import torch
 
     # Rename PrivateUse1 before the extension (which registers the device's kernels) is used.
@@ -82,7 +79,7 @@ def start():
     _ecosystem.install()         # transformers' and accelerate's Neuron detection (docs/ecosystem.md)
 
     _start_autograd_on_device(_C)
-    _native = _C
+    _native._C = _C
     _profile_path = None if _cli else os.environ.get("NEURON_PROFILE")
     if _profile_path:
         _C.profile_start()
@@ -112,7 +109,7 @@ def _start_autograd_on_device(C) -> None:
 
 
 def _drain_at_exit() -> None:
-    C = _native
+    C = _native._C
     if C._is_in_bad_fork():
         # A forked child: the device's threads (and its pending work) are the parent's. So is
         # the autograd engine's neuron thread, which torch's engine would wait for at exit (up

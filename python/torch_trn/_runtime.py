@@ -1,9 +1,9 @@
 """The device and its execution: device(), sync(), mode(), wait_for_compiles(), knobs().
 
-Each call reaches the runtime through `_bootstrap.native()` (the device is started by
-`import torch_trn`; in a command-line process, on first use). Callable from any thread.
+Each call reaches the runtime through `_native.native()` (the device is started by
+`import torch_trn`, _bootstrap.py). Callable from any thread.
 """
-from ._bootstrap import native as _native
+from ._native import native as _native
 
 _BACKEND = "neuron"
 

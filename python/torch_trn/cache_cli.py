@@ -34,8 +34,8 @@ class UsageError(Exception):
 
 def _C():
     """The extension, with the device started: the first call imports torch (~3 s)."""
-    from ._bootstrap import native
-    return native()
+    from ._bootstrap import start
+    return start()
 
 
 # --------------------------------------------------------------------------------------------

@@ -9,7 +9,7 @@ Every function may be called from any thread; none is a sync point unless it say
 import json as _json
 import os as _os
 
-from ._bootstrap import native as _native
+from ._native import native as _native
 
 
 def stats() -> dict:

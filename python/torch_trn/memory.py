@@ -5,7 +5,7 @@ Every function is a sync point: the pending ops run first, so tensors that only 
 held count as freed. `device` (torch.cuda's optional argument) must be None or neuron:0.
 Callable from any thread.
 """
-from ._bootstrap import native as _native
+from ._native import native as _native
 from ._runtime import check_device as _check_device
 
 
