@@ -64,6 +64,15 @@ def test_mlir_outside_the_compiler_is_a_violation(tmp_path):
     assert set(got) == {("mlir", "scheduler/grouper.cpp", "mlir/IR/MLIRContext.h")}
 
 
+def test_mlir_reached_through_a_lowering_header_is_a_violation(tmp_path):
+    got = found(tmp_path, {
+        "src/scheduler/stream.cpp": '#include "mlir_lowering/host_jit.h"\n',
+        "src/mlir_lowering/host_jit.h": '#include "mlir/IR/BuiltinOps.h"\n',
+    })
+    assert set(got) == {("mlir", "scheduler/stream.cpp", "mlir/IR/BuiltinOps.h")}
+    assert "via mlir_lowering/host_jit.h" in got[("mlir", "scheduler/stream.cpp", "mlir/IR/BuiltinOps.h")]
+
+
 def test_torch_reached_by_the_compiler_through_a_header_is_a_violation(tmp_path):
     got = found(tmp_path, {
         "src/mlir_lowering/trn/TrnEmit.cpp": '#include "runtime/op_record.h"\n',
