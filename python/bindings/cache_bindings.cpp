@@ -1,7 +1,8 @@
-#include "python/bindings/cache_bindings.h"
-
-#include <pybind11/stl.h>
-
+// torch_trn._C, the compiled-group cache: its counters, settings and directory listing, and the
+// bridge that lets the C++ distributed cache tier use torch.distributed's store from Python.
+//
+// Thread-safety: the bridge may be called from any C++ thread; it takes the GIL for each store
+// call and refuses (an error status, never a crash) once the interpreter is finalizing.
 #include <unistd.h>
 
 #include <cerrno>
@@ -11,6 +12,8 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "python/bindings/bindings.h"
+#include "python/bindings/edge.h"
 #include "runtime/cache/disk_cache.h"
 #include "runtime/cache/entry_format.h"
 #include "runtime/cache/remote_tier.h"
@@ -179,13 +182,13 @@ py::list Entries(const std::string& dir, bool verify) {
 
 }  // namespace
 
-void RegisterCacheBindings(py::module& m, trace::DeviceState& (*state)()) {
+void RegisterCacheBindings(py::module& m) {
   runtime::cache::SetRemoteStoreProvider(&ProvideStore);
-  m.def("cache_stats", [state] { return CacheStatsDict(state()); },
+  m.def("cache_stats", [] { return CacheStatsDict(StateOrRaise()); },
         "Counters of the compiled-code caches (memory, disk, distributed) of this process.");
-  m.def("reset_cache_stats", [state] { state().stream.cache_stats().Reset(); });
-  m.def("cache_info", [state] {
-    trace::DeviceState& s = state();
+  m.def("reset_cache_stats", [] { StateOrRaise().stream.cache_stats().Reset(); });
+  m.def("cache_info", [] {
+    trace::DeviceState& s = StateOrRaise();
     scheduler::GroupCompiler& compiler = s.stream.compiler();
     py::dict d;
     d["dir"] = s.knobs.cache_dir;

@@ -4,6 +4,9 @@
     timeline TRACE [-o PNG] [--json]  summarise / draw a profile (same as python3 -m torch_trn.timeline)
     audit [--target T] [--steps N] [--json OUT] [--strict] script.py [args]
                                       what of a script would fall back, not compile or recompile
+
+Only `cache` starts the device (it asks the runtime for its cache directory and build): `python3
+-m torch_trn` imports the package without starting it (torch_trn/_bootstrap.py).
 """
 import sys
 
@@ -30,9 +33,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    # `python3 -m torch_trn` imports the package first, which starts a profile when NEURON_PROFILE
-    # is set (and would write it at exit, possibly over the trace being read): this process runs
-    # no model, so it must not write one.
-    import torch_trn
-    torch_trn._PROFILE_PATH = None
     sys.exit(main())

@@ -8,6 +8,12 @@ host does meanwhile, and (as with CUDA) differ from the CPU generator's.
 """
 import torch as _torch
 
+from ._runtime import check_device as _check_device, check_index as _check_index
+# Memory, with torch.cuda's names (docs/memory.md): torch_trn.memory's functions.
+from .memory import (  # noqa: F401
+    empty_cache, max_memory_allocated, max_memory_reserved, memory_allocated, memory_reserved,
+    memory_stats, reset_max_memory_allocated, reset_peak_memory_stats)
+
 
 def is_available() -> bool:
     return True
@@ -41,9 +47,7 @@ def current_device() -> int:
 
 
 def set_device(index) -> None:
-    index = _torch.device(index).index if not isinstance(index, int) else index
-    if index not in (None, 0):
-        raise ValueError(f"neuron: device index {index} is out of range (one device: neuron:0)")
+    _check_index(index)
 
 
 class device:
@@ -198,50 +202,3 @@ def get_device_name(device=None) -> str:
     _check_device(device)
     return "neuron (torch_trn)"
 
-
-# Memory, with torch.cuda's names (docs/memory.md). Each is a sync point: pending ops run first.
-def _check_device(device) -> None:
-    if device is None:
-        return
-    if not isinstance(device, int) and _torch.device(device).type != "neuron":
-        raise ValueError(f"neuron: {device} is not a neuron device")
-    set_device(device)  # checks the index: there is one device
-
-
-def memory_stats(device=None) -> dict:
-    _check_device(device)
-    from . import memory_stats as _stats
-    return _stats()
-
-
-def memory_allocated(device=None) -> int:
-    return memory_stats(device)["allocated_bytes"]
-
-
-def max_memory_allocated(device=None) -> int:
-    return memory_stats(device)["peak_allocated_bytes"]
-
-
-def memory_reserved(device=None) -> int:
-    return memory_stats(device)["reserved_bytes"]
-
-
-def max_memory_reserved(device=None) -> int:
-    """The device keeps no peak of reserved bytes: the peak allocated plus what is cached now."""
-    stats = memory_stats(device)
-    return max(stats["reserved_bytes"], stats["peak_allocated_bytes"])
-
-
-def reset_max_memory_allocated(device=None) -> None:
-    reset_peak_memory_stats(device)
-
-
-def reset_peak_memory_stats(device=None) -> None:
-    _check_device(device)
-    from . import reset_peak_memory_stats as _reset
-    _reset()
-
-
-def empty_cache() -> None:
-    from . import empty_cache as _empty
-    _empty()

@@ -47,18 +47,31 @@ atexit.register(_report)
 class _Stop(SystemExit):
     pass
 
+def _stop(why):
+    # Keep the script's module globals (its model, optimizer, tensors) until the report is
+    # written. The script stops by an exception mid-step; once that is handled, only reference
+    # cycles hold them, so whether the final sync saw them alive (and which results of the last
+    # groups count as used, part of the group keys) would depend on when the garbage collector
+    # last ran: a recompile hazard that is nothing but the stop.
+    frame = sys._getframe(1)
+    while frame is not None:
+        if frame.f_globals is not globals() and frame.f_globals.get("__name__") == "__main__":
+            _state["script_globals"] = frame.f_globals
+            break
+        frame = frame.f_back
+    _state["stopped"] = why
+    raise _Stop(0)
+
 def _after_step(optimizer, args, kwargs):
     _state["steps"] += 1
     if _state["steps"] >= _steps:
-        _state["stopped"] = f"after {_steps} optimizer steps"
-        raise _Stop(0)
+        _stop(f"after {_steps} optimizer steps")
 
 from torch.optim.optimizer import register_optimizer_step_post_hook
 register_optimizer_step_post_hook(_after_step)
 
 def _timeout(signum, frame):
-    _state["stopped"] = f"at the time limit ({_limit:g} s)"
-    raise _Stop(0)
+    _stop(f"at the time limit ({_limit:g} s)")
 
 if _limit > 0:
     signal.signal(signal.SIGALRM, _timeout)

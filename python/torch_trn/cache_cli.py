@@ -33,8 +33,9 @@ class UsageError(Exception):
 
 
 def _C():
-    from . import _C as c  # the extension (importing torch_trn: torch, ~3 s)
-    return c
+    """The extension, with the device started: the first call imports torch (~3 s)."""
+    from ._bootstrap import start
+    return start()
 
 
 # --------------------------------------------------------------------------------------------

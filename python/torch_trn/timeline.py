@@ -264,10 +264,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    # `python3 -m torch_trn.timeline` imports the torch_trn package first, which starts a profile
-    # when NEURON_PROFILE is set (typically still exported from profiling the program) and writes
-    # it at exit: over the very trace this command was asked to read. This process profiles
-    # nothing, so it must not write that file.
-    import torch_trn
-    torch_trn._PROFILE_PATH = None
     sys.exit(main())

@@ -5,7 +5,8 @@ What is proven (each audit runs the script in a fresh process):
   - a host fallback is reported with its reason and the script's line, an op without a lowering
     with its count, and a batch size that changes between steps as a recompile hazard naming
     the op, its line and the sizes;
-  - --strict exits 1 for that script and 0 for a clean one; --json writes the report;
+  - --strict exits 1 for that script and 0 for a clean one, whenever the garbage collector runs
+    after the stop; --json writes the report;
   - a script without an optimizer is stopped at --time-limit and still reported;
   - on --target trn2 the modeled NeuronCore time and the share of ops on the modeled core.
 """
@@ -69,6 +70,17 @@ def test_a_clean_script_passes_strict(tmp_path):
     assert proc.returncode == 0, proc.stdout + proc.stderr[-2000:]
     assert not r["host_fallbacks"] and not r["unlowered_ops"] and not r["recompile_hazards"], r
     assert r["compiled_share"] > 0.5 and r["verdict"].startswith("OK:"), r   # (copies in run op by op)
+
+
+def test_the_stop_is_no_recompile_hazard_whenever_the_collector_runs(tmp_path):
+    # The script stops mid-step by an exception; a garbage collection before the report (here the
+    # script's own exit handler, which runs before the audit's) must not free the script's model
+    # and tensors under the final sync: that changed the last group's outputs, hence its key, and
+    # reported a recompile hazard that was only the stop.
+    text = "import atexit, gc\natexit.register(gc.collect)\n" + SCRIPT.format(hazards=False)
+    proc, r, _ = audit(tmp_path, text, "--steps", "2", "--strict")
+    assert proc.returncode == 0, proc.stdout + proc.stderr[-2000:]
+    assert r["steps"] == 2 and not r["recompile_hazards"], r
 
 
 def test_time_limit_and_trn_target(tmp_path):

@@ -1,0 +1,62 @@
+#include "python/bindings/edge.h"
+
+#include <pybind11/pybind11.h>
+
+#include <stdexcept>
+#include <string>
+
+#include "runtime/knobs.h"
+#include "runtime/op_error.h"
+
+namespace py = pybind11;
+
+namespace trn::python {
+
+[[noreturn]] void Raise(const absl::Status& status) {
+  const std::string msg(status.message());
+  switch (runtime::KindOf(status)) {
+    case runtime::ErrorKind::kIndex:
+      throw py::index_error(msg);
+    case runtime::ErrorKind::kValue:
+      throw py::value_error(msg);
+    case runtime::ErrorKind::kType:
+      throw py::type_error(msg);
+    case runtime::ErrorKind::kNotImplemented:
+      PyErr_SetString(PyExc_NotImplementedError, msg.c_str());
+      throw py::error_already_set();
+    case runtime::ErrorKind::kDistBackend: {
+      // torch.distributed.DistBackendError (a RuntimeError), as gloo raises for CPU tensors.
+      py::object cls = py::module_::import("torch.distributed").attr("DistBackendError");
+      PyErr_SetString(cls.ptr(), msg.c_str());
+      throw py::error_already_set();
+    }
+    case runtime::ErrorKind::kLinAlg: {
+      // The classes torch's own edge maps c10::LinAlgError / c10::OutOfMemoryError to (what
+      // .cpu() raises for the same stored error, through trace::ThrowIfError).
+      py::object cls = py::module_::import("torch.linalg").attr("LinAlgError");
+      PyErr_SetString(cls.ptr(), msg.c_str());
+      throw py::error_already_set();
+    }
+    case runtime::ErrorKind::kOutOfMemory: {
+      py::object cls = py::module_::import("torch").attr("OutOfMemoryError");
+      PyErr_SetString(cls.ptr(), msg.c_str());
+      throw py::error_already_set();
+    }
+    case runtime::ErrorKind::kRuntime:
+      break;  // (no default: a new kind must be mapped here, -Wswitch says so)
+  }
+  throw std::runtime_error(msg);
+}
+
+trace::DeviceState& StateOrRaise() {
+  const auto& knobs = runtime::GetKnobs();
+  if (!knobs.ok()) {
+    Raise(knobs.status());
+  }
+  if (trace::InBadFork()) {
+    Raise(trace::BadForkError());
+  }
+  return trace::State();
+}
+
+}  // namespace trn::python
