@@ -200,9 +200,8 @@ void Stream::RefreshRemote() {
   runtime::cache::RemoteTier* remote = compiler_.remote();
   if (remote == nullptr || remote->known_store() != nullptr) return;
   const int64_t now = runtime::MonotonicNs();
-  // Throttled until a process group exists; then asked at every flush until the store is found.
-  if (!runtime::cache::ProcessGroupCreated() && remote_refreshed_ns_ >= 0 &&
-      now - remote_refreshed_ns_ < kRemoteRefreshNs) {
+  // Throttled, except for a while after a process group was created (remote_tier.h).
+  if (!runtime::cache::RemoteRefreshDue(now, remote_refreshed_ns_, runtime::cache::ProcessGroupCreatedNs())) {
     return;
   }
   remote_refreshed_ns_ = now;

@@ -90,8 +90,8 @@ class Stream {
   // Destroys the finished units of flushes <= batch and gives up their references.
   void ReleaseThrough(uint64_t batch);
   // Looks for torch.distributed's store while none is known (on the flushing thread: finding it
-  // may take the GIL and import a module; at most every kRemoteRefreshNs until a process group
-  // has been created, at every flush after).
+  // may take the GIL and import a module; throttled except right after a process group was
+  // created: runtime::cache::RemoteRefreshDue).
   void RefreshRemote() ABSL_EXCLUSIVE_LOCKS_REQUIRED(flush_mu_);
   void ExplainMiss(const std::string& key_hex, const std::vector<runtime::OpRecord>& ops);
 
@@ -109,7 +109,6 @@ class Stream {
   // submitted them (ReleaseThrough).
   static constexpr uint64_t kRetiredBatches = 2;
   uint64_t batches_ ABSL_GUARDED_BY(flush_mu_) = 0;
-  static constexpr int64_t kRemoteRefreshNs = 50'000'000;
   int64_t remote_refreshed_ns_ ABSL_GUARDED_BY(flush_mu_) = -1;
   RefLedger ledger_;  // references of the flushes not released yet
   ShapeVariants variants_;  // NEURON_SHAPE_VARIANTS

@@ -355,3 +355,20 @@ TEST_CASE("miss explanations name the first changed op property", "[cache][expla
   REQUIRE(d.size() == 1);  // a different op: the property noise after it is not reported
   CHECK(d[0].find("is aten::mul.Tensor, was aten::add.Tensor") != std::string::npos);
 }
+
+TEST_CASE("the store is asked at every flush only for a while after a process group was created", "[cache][remote]") {
+  constexpr int64_t ms = 1'000'000;
+  // Never asked: ask now.
+  CHECK(cache::RemoteRefreshDue(10 * ms, -1, -1));
+  // No process group: at most every kRemoteRefreshNs.
+  CHECK_FALSE(cache::RemoteRefreshDue(10 * ms + 1, 10 * ms, -1));
+  CHECK(cache::RemoteRefreshDue(10 * ms + cache::kRemoteRefreshNs, 10 * ms, -1));
+  // Right after a group's creation: every flush (the store may be registered any moment now).
+  const int64_t created = 1000 * ms;
+  CHECK(cache::RemoteRefreshDue(created + 1, created, created));
+  CHECK(cache::RemoteRefreshDue(created + cache::kAskEveryFlushAfterGroupNs - 1, created + cache::kAskEveryFlushAfterGroupNs - 2, created));
+  // Long after it (a one-rank job never gets a store): throttled again.
+  const int64_t later = created + cache::kAskEveryFlushAfterGroupNs + 10 * ms;
+  CHECK_FALSE(cache::RemoteRefreshDue(later, later - 1, created));
+  CHECK(cache::RemoteRefreshDue(later + cache::kRemoteRefreshNs, later, created));
+}

@@ -11,6 +11,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/match.h"
 #include "absl/time/time.h"
+#include "runtime/stats.h"
 #include "runtime/cache/disk_cache.h"
 #include "runtime/cache/remote_auth.h"
 #include "runtime/log.h"
@@ -35,7 +36,7 @@ int64_t LeaseExpiry(const std::string& value) {
 absl::Mutex g_provider_mu;
 RemoteStoreProvider* g_provider ABSL_GUARDED_BY(g_provider_mu) = nullptr;
 
-std::atomic<bool> g_process_group_created{false};
+std::atomic<int64_t> g_process_group_created_ns{-1};
 
 RemoteStoreProvider GlobalProvider() {
   absl::MutexLock lock(&g_provider_mu);
@@ -50,9 +51,15 @@ void SetRemoteStoreProvider(RemoteStoreProvider provider) {
   g_provider = new RemoteStoreProvider(std::move(provider));
 }
 
-void NoteProcessGroupCreated() { g_process_group_created.store(true, std::memory_order_release); }
+void NoteProcessGroupCreated() { g_process_group_created_ns.store(MonotonicNs(), std::memory_order_release); }
 
-bool ProcessGroupCreated() { return g_process_group_created.load(std::memory_order_acquire); }
+int64_t ProcessGroupCreatedNs() { return g_process_group_created_ns.load(std::memory_order_acquire); }
+
+bool RemoteRefreshDue(int64_t now_ns, int64_t last_asked_ns, int64_t group_created_ns) {
+  if (last_asked_ns < 0) return true;
+  if (group_created_ns >= 0 && now_ns - group_created_ns < kAskEveryFlushAfterGroupNs) return true;
+  return now_ns - last_asked_ns >= kRemoteRefreshNs;
+}
 
 RemoteTier::RemoteTier(RemoteOptions options, RemoteStoreProvider provider, CacheStats* stats)
     : options_(std::move(options)), provider_(std::move(provider)), stats_(stats) {}

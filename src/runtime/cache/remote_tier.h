@@ -53,11 +53,18 @@ using RemoteStoreProvider = std::function<std::shared_ptr<RemoteStore>()>;
 // The process-wide provider (set once by the Python extension at import; thread-safe).
 void SetRemoteStoreProvider(RemoteStoreProvider provider);
 // A torch.distributed process group was created in this process (the device's c10d backend is
-// attached to each one): from then on a flush asks the provider for the store every time until it
-// has one, instead of at most every few tens of milliseconds (a build started in between would be
-// compiled by every rank). Thread-safe.
+// attached to each one): for a while after that a flush asks the provider for the store every
+// time until it has one, instead of at most every few tens of milliseconds (a build started in
+// between would be compiled by every rank). A job of one rank never has a store: once that while
+// is over, it is asked at the throttled rate again. Thread-safe.
 void NoteProcessGroupCreated();
-bool ProcessGroupCreated();
+// MonotonicNs() of the latest NoteProcessGroupCreated, or -1.
+int64_t ProcessGroupCreatedNs();
+// Whether a flush at `now_ns` should ask the provider for the store, given when it last asked
+// (-1: never) and ProcessGroupCreatedNs(). Pure (tested on its own).
+inline constexpr int64_t kRemoteRefreshNs = 50'000'000;          // throttled rate
+inline constexpr int64_t kAskEveryFlushAfterGroupNs = 5'000'000'000;  // after a group's creation
+bool RemoteRefreshDue(int64_t now_ns, int64_t last_asked_ns, int64_t group_created_ns);
 
 struct RemoteOptions {
   double lease_s = 30;
