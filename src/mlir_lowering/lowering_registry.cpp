@@ -51,4 +51,20 @@ std::vector<std::string> LoweringRegistry::Names() const {
   return names;
 }
 
+std::vector<std::string> LoweringRegistry::Names(absl::string_view target) const {
+  if (target == "host") return Names();
+  std::vector<std::string> names;
+  for (const auto& [name, lowering] : ops_) {
+    if (!lowering.runtime_call || TrnRunsCall(name)) names.push_back(name);
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+bool LoweringRegistry::TrnRunsCall(absl::string_view name) {
+  name = Folded(name);
+  return name == "aten::mm" || name == "aten::addmm" || name == "aten::bmm" || name == "aten::baddbmm" ||
+         name == "aten::embedding" || name == "aten::index_select";
+}
+
 }  // namespace trn::mlir_lowering

@@ -42,6 +42,14 @@ class LoweringRegistry {
   const OpLowering* Find(absl::string_view schema_name) const;
   // Registered names, sorted.
   std::vector<std::string> Names() const;
+  // The names a target's pipeline can run compiled: every one on "host"; on a trn target
+  // ("trn2", "trn3") those lowered to linalg plus the runtime calls it lowers itself
+  // (TrnRunsCall), sorted.
+  std::vector<std::string> Names(absl::string_view target) const;
+  // Whether the trn pipeline lowers this runtime call (the matrix products; embedding and
+  // index_select as indirect DMA, within the limits GroupLowering::CanLower checks); other
+  // runtime calls (convolutions, scatters, pooling) run op by op on the host on a trn target.
+  static bool TrnRunsCall(absl::string_view name);
 
  private:
   absl::flat_hash_map<std::string, OpLowering> ops_;

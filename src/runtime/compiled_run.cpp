@@ -187,6 +187,11 @@ static absl::Status RunOnDevice(const CompiledUnit& unit, const std::vector<OpRe
       if (std::optional<uint32_t> op = neuroncore::FailedSourceOp(status); op.has_value() && *op < ops.size()) {
         *failed_op = static_cast<int64_t>(*op);
       }
+      // A gather's index outside its table (dma_gather) is the IndexError ATen's kernel raises.
+      if (status.code() == absl::StatusCode::kOutOfRange) {
+        return MakeOpError(ErrorKind::kIndex, absl::StrCat("index out of range in self (NeuronCore model: ",
+                                                           status.message(), ")"));
+      }
       return absl::InternalError(absl::StrCat("NeuronCore model: ", status.message()));
     }
     for (size_t i = 0; i < unit.outputs.size(); ++i) {
