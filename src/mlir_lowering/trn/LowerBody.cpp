@@ -99,8 +99,8 @@ LogicalResult Lowerer::LowerIndex(mlir::linalg::IndexOp op, const TileSpace& t, 
 
 // Integer body ops (nullopt: not an integer op). Arithmetic writes i32 tiles, which the
 // engines compute exactly; casts between integer widths and to float are free (tiles are read
-// as values). Division, remainders, shifts and float -> integer casts (truncation toward zero,
-// which no instruction here does) are refused by name.
+// as values). Division, remainders, shifts and float -> integer casts of tiles (truncation
+// toward zero, which no instruction here does) are refused by name.
 std::optional<LogicalResult> Lowerer::LowerIntegerOp(mlir::Operation& op, llvm::ArrayRef<Val> in, const TileSpace& t,
                                                      llvm::DenseMap<Value, Val>& vals) {
   auto set = [&](const Val& v) -> LogicalResult {
@@ -146,6 +146,12 @@ std::optional<LogicalResult> Lowerer::LowerIntegerOp(mlir::Operation& op, llvm::
   if (mlir::isa<mlir::arith::ExtSIOp, mlir::arith::IndexCastOp>(op) ||
       (mlir::isa<mlir::arith::TruncIOp>(op) && !result.isInteger(1))) {
     return set(in[0]);  // i32 on the core whatever the width (DeviceType)
+  }
+  if (mlir::isa<mlir::arith::FPToSIOp>(op) && in[0].kind() != Kind::kTile) {
+    // A constant truncates toward zero; a column is a runtime scalar, which for an integer op is
+    // an integer argument the runtime passes as f32 (exact up to 2^24 in magnitude).
+    if (in[0].kind() == Kind::kConst) return set(Val::Const(std::trunc(*in[0].constant)));
+    return set(in[0]);
   }
   if (mlir::isa<mlir::arith::TruncIOp, mlir::arith::DivSIOp, mlir::arith::DivUIOp, mlir::arith::RemSIOp,
                 mlir::arith::RemUIOp, mlir::arith::FloorDivSIOp, mlir::arith::CeilDivSIOp, mlir::arith::ShLIOp,
