@@ -41,8 +41,8 @@ bool GroupLowering::CanLower(const runtime::OpRecord& record, std::string* why) 
     const absl::StatusOr<runtime::Knobs>& k = runtime::GetKnobs();
     return k.ok() && k->target != "host";
   }();
-  if (trn && lowering->runtime_call && !LoweringRegistry::TrnRunsCall(record.op.schema().name())) {
-    *why = "runtime call (no trn lowering)";
+  if (trn && !LoweringRegistry::Global().TrnLowers(record.op.schema().name())) {
+    *why = lowering->runtime_call ? "runtime call (no trn lowering)" : "data-dependent reads (no trn lowering)";
     return false;
   }
   // The gathers' trn lowering (trn/LowerGather.cpp): a 2-D embedding table; index_select of a

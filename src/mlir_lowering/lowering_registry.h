@@ -46,10 +46,12 @@ class LoweringRegistry {
   // ("trn2", "trn3") those lowered to linalg plus the runtime calls it lowers itself
   // (TrnRunsCall), sorted.
   std::vector<std::string> Names(absl::string_view target) const;
-  // Whether the trn pipeline lowers this runtime call (the matrix products; embedding and
-  // index_select as indirect DMA, within the limits GroupLowering::CanLower checks); other
-  // runtime calls (convolutions, scatters, pooling) run op by op on the host on a trn target.
-  static bool TrnRunsCall(absl::string_view name);
+  // Whether the trn pipeline lowers this op's lowering: not for runtime calls other than the
+  // matrix products and the gathers embedding and index_select (within the limits
+  // GroupLowering::CanLower checks), nor for lowerings that read data-dependent addresses
+  // inside a linalg body (nll_loss forward's tensor.extract); those run op by op on the host on
+  // a trn target, outside the groups.
+  bool TrnLowers(absl::string_view name) const;
 
  private:
   absl::flat_hash_map<std::string, OpLowering> ops_;
