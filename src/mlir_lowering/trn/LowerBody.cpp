@@ -49,7 +49,7 @@ LogicalResult Lowerer::LowerBodyOp(mlir::Operation& op, const TileSpace& t, llvm
     return set(Binary(name, name, in[0], in[1], t));
   }
   if (auto cmp = mlir::dyn_cast<mlir::arith::CmpFOp>(op)) return set(Compare(cmp.getPredicate(), in[0], in[1], t));
-  if (mlir::isa<mlir::arith::SelectOp>(op)) return set(Select(in[0], in[1], in[2], t));
+  if (mlir::isa<mlir::arith::SelectOp>(op)) return set(Select(in[0], in[1], in[2], t, DeviceType(op.getResult(0).getType())));
   if (mlir::isa<mlir::arith::NegFOp>(op)) {
     if (in[0].kind() == Kind::kConst) return set(Val::Const(-*in[0].constant));
     return set(Wrap(ScalarOp(in[0], "multiply", Val::Const(-1.0), t), in[0].kind()));

@@ -644,11 +644,12 @@ Lowerer::Val Lowerer::Compare(mlir::arith::CmpFPredicate p, const Val& a, const 
   return Val::Const(0);
 }
 
-// select(c, a, b): a copy of b, then a predicated copy of a where c holds.
-Lowerer::Val Lowerer::Select(const Val& c, const Val& a, const Val& b, const TileSpace& t) {
+// select(c, a, b) with result element type `element`: a copy of b, then a predicated copy of a
+// where c holds. (An operand's tile may hold another type: an integer tile read as a float
+// after a free sitofp; the copies convert.)
+Lowerer::Val Lowerer::Select(const Val& c, const Val& a, const Val& b, const TileSpace& t, mlir::Type element) {
   if (c.kind() == Kind::kConst) return *c.constant != 0 ? a : b;
   const Kind kind = std::max({c.kind(), a.kind(), b.kind()});
-  const mlir::Type element = a.tile && !b.tile ? TileElement(a.tile) : b.tile ? TileElement(b.tile) : b_.getF32Type();
   Value dst = NewTile(t, kind, element);
   if (b.kind() == Kind::kConst) {
     Make<MemsetOp>(dst, b_.getF64FloatAttr(*b.constant));

@@ -135,7 +135,7 @@ class Lowerer {
   Val Binary(const std::string& op, const std::string& swapped, const Val& l, const Val& r, const TileSpace& t,
              mlir::Type element = {});
   Val Compare(mlir::arith::CmpFPredicate p, const Val& a, const Val& b, const TileSpace& t);
-  Val Select(const Val& c, const Val& a, const Val& b, const TileSpace& t);
+  Val Select(const Val& c, const Val& a, const Val& b, const TileSpace& t, mlir::Type element);
   std::optional<Val> Get(Value v, const TileSpace& t, llvm::DenseMap<Value, Val>& vals);
 
   // ---- one body op on a tile: float, integer and index ops (LowerBody.cpp) ----
