@@ -83,7 +83,8 @@ def Trn_DmaGatherOp : Trn_Op<"dma_gather"> {
   let description = [{
     `trn.dma_gather %table, %indices, %dst {hbm_offset, hbm_sizes, hbm_strides} : memref<..>,
     !trn.sbuf<P, [1], i32>, !trn.sbuf<P, [F...], T>`, after NKI's indirect DMA (a load whose
-    partition index is a tile of indices, [IDMA] in docs/trn_target.md). The window's first
+    partition index is a tile of indices, descriptors generated on the device: [DGE] in
+    docs/trn_target.md). The window's first
     size is the number of rows of the table (indices must lie in [0, rows)), its first stride
     the elements between rows; the other sizes and strides select the row's elements, which land
     in order in the partition `p` of `dst` for row `indices[p]`. An index out of range is an error
