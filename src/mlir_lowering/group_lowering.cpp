@@ -35,8 +35,8 @@ bool GroupLowering::CanLower(const runtime::OpRecord& record, std::string* why) 
     return false;
   }
   // On a trn target, ops the NeuronCore cannot run (ATen-kernel calls other than the matrix
-  // products, f64 and narrow integer tensors) run op by op on the host, outside the groups, so they
-  // do not send a whole group to the host.
+  // products and the gathers, data-dependent reads in a body, f64 and narrow integer tensors)
+  // run op by op on the host, outside the groups, so they do not send a whole group there.
   static const bool trn = [] {
     const absl::StatusOr<runtime::Knobs>& k = runtime::GetKnobs();
     return k.ok() && k->target != "host";
@@ -639,16 +639,16 @@ void GroupLowering::EmitExtern(const std::vector<View>& reads, const std::vector
     yield_types.push_back(et);
   }
   for (size_t i = 0; i < dests.size(); ++i) perms.push_back("array<i64>");
-  std::string perm_attr =
+  std::string attrs =
       permuted ? absl::StrCat(", ", kExternPermsAttr, " = [", absl::StrJoin(perms, ", "), "]") : "";
-  std::vector<int64_t> ints;
+  std::vector<int64_t> ints;  // what the call computes, for the trn pipeline's own lowerings
   for (const c10::IValue& a : current().args) {
     if (a.isInt()) ints.push_back(a.toInt());
   }
-  absl::StrAppend(&perm_attr, ", ", kExternOpAttr, " = \"", current().op.schema().name(), "\", ", kExternIntsAttr,
+  absl::StrAppend(&attrs, ", ", kExternOpAttr, " = \"", current().op.schema().name(), "\", ", kExternIntsAttr,
                   " = array<i64", ints.empty() ? "" : ": ", absl::StrJoin(ints, ", "), ">");
   Emit(absl::StrCat("    ", result, ":", dests.size(), " = linalg.generic {indexing_maps = [",
-                    absl::StrJoin(all_maps, ", "), "], iterator_types = [], library_call = \"", call, "\"", perm_attr,
+                    absl::StrJoin(all_maps, ", "), "], iterator_types = [], library_call = \"", call, "\"", attrs,
                     "} ins(",
                     absl::StrJoin(args, ", "), " : ", absl::StrJoin(arg_types, ", "), ") outs(",
                     absl::StrJoin(out_empty, ", "), " : ", absl::StrJoin(out_types, ", "), ") {\n    ^bb0(",
