@@ -35,8 +35,15 @@ void RegisterCompileBindings(py::module& m) {
         "Hex keys of the groups compiled in this process, in compile order.");
   m.def("compile_millis", [] { return StateOrRaise().stream.compiler().CompileMillis(); },
         "Wall milliseconds of each group compile in this process (MLIR -> object -> loaded).");
-  m.def("lowered_ops", [] { return mlir_lowering::LoweringRegistry::Global().Names(); },
-        "ATen ops with a lowering (schema names; overloads and in-place forms count once).");
+  m.def("lowered_ops", [](const std::string& target) {
+          if (target != "host" && target != "trn2" && target != "trn3") {
+            throw py::value_error("lowered_ops: target must be 'host', 'trn2' or 'trn3', got '" + target + "'");
+          }
+          return mlir_lowering::LoweringRegistry::Global().Names(target);
+        }, py::arg("target") = "host",
+        "ATen ops with a lowering for `target` (schema names; overloads and in-place forms count once). "
+        "On trn2/trn3: the ops the NeuronCore pipeline runs (runtime calls of ATen kernels other than the "
+        "matrix products run op by op on the host).");
   m.def("wait_for_compiles", [] { StateOrRaise().stream.WaitForCompiles(); },
         "adaptive mode: blocks until no background compile is queued or running.");
   m.def("shutdown_compiles", [] { StateOrRaise().stream.ShutdownCompiles(); },

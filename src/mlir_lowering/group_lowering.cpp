@@ -35,16 +35,28 @@ bool GroupLowering::CanLower(const runtime::OpRecord& record, std::string* why) 
     return false;
   }
   // On a trn target, ops the NeuronCore cannot run (ATen-kernel calls other than the matrix
-  // products, integer and f64 tensors) run op by op on the host, outside the groups, so they
-  // do not send a whole group to the host.
+  // products and the gathers, data-dependent reads in a body, f64 and narrow integer tensors)
+  // run op by op on the host, outside the groups, so they do not send a whole group there.
   static const bool trn = [] {
     const absl::StatusOr<runtime::Knobs>& k = runtime::GetKnobs();
     return k.ok() && k->target != "host";
   }();
-  if (trn && lowering->runtime_call) {
-    const std::string name = record.op.schema().name();
-    if (name != "aten::mm" && name != "aten::addmm" && name != "aten::bmm" && name != "aten::baddbmm") {
-      *why = "runtime call (no trn lowering)";
+  if (trn && !LoweringRegistry::Global().TrnLowers(record.op.schema().name())) {
+    *why = lowering->runtime_call ? "runtime call (no trn lowering)" : "data-dependent reads (no trn lowering)";
+    return false;
+  }
+  // The gathers' trn lowering (trn/LowerGather.cpp): a 2-D embedding table; index_select of a
+  // 1-D or 2-D tensor along its first dimension.
+  if (trn && lowering->runtime_call && !record.args.empty() && record.args[0].isTensor()) {
+    const std::string& name = record.op.schema().name();
+    const int64_t rank = record.args[0].toTensor().dim();
+    const bool gather_ok = name == "aten::embedding" ? rank == 2
+                           : name == "aten::index_select"
+                               ? (rank == 1 || rank == 2) && record.args.size() > 1 && record.args[1].isInt() &&
+                                     (record.args[1].toInt() == 0 || record.args[1].toInt() == -rank)
+                               : true;
+    if (!gather_ok) {
+      *why = "gather shape (no trn lowering)";
       return false;
     }
   }
@@ -55,7 +67,7 @@ bool GroupLowering::CanLower(const runtime::OpRecord& record, std::string* why) 
         return;
       }
       if (trn && runtime::IsDeviceTensor(t) && t.scalar_type() != c10::kFloat && t.scalar_type() != c10::kBFloat16 &&
-          t.scalar_type() != c10::kBool) {
+          t.scalar_type() != c10::kBool && t.scalar_type() != c10::kInt && t.scalar_type() != c10::kLong) {
         *why = absl::StrCat("dtype ", c10::toString(t.scalar_type()), " (no trn lowering)");
         ok = false;
       } else if (!Supported(t.scalar_type())) {
@@ -627,10 +639,16 @@ void GroupLowering::EmitExtern(const std::vector<View>& reads, const std::vector
     yield_types.push_back(et);
   }
   for (size_t i = 0; i < dests.size(); ++i) perms.push_back("array<i64>");
-  const std::string perm_attr =
+  std::string attrs =
       permuted ? absl::StrCat(", ", kExternPermsAttr, " = [", absl::StrJoin(perms, ", "), "]") : "";
+  std::vector<int64_t> ints;  // what the call computes, for the trn pipeline's own lowerings
+  for (const c10::IValue& a : current().args) {
+    if (a.isInt()) ints.push_back(a.toInt());
+  }
+  absl::StrAppend(&attrs, ", ", kExternOpAttr, " = \"", current().op.schema().name(), "\", ", kExternIntsAttr,
+                  " = array<i64", ints.empty() ? "" : ": ", absl::StrJoin(ints, ", "), ">");
   Emit(absl::StrCat("    ", result, ":", dests.size(), " = linalg.generic {indexing_maps = [",
-                    absl::StrJoin(all_maps, ", "), "], iterator_types = [], library_call = \"", call, "\"", perm_attr,
+                    absl::StrJoin(all_maps, ", "), "], iterator_types = [], library_call = \"", call, "\"", attrs,
                     "} ins(",
                     absl::StrJoin(args, ", "), " : ", absl::StrJoin(arg_types, ", "), ") outs(",
                     absl::StrJoin(out_empty, ", "), " : ", absl::StrJoin(out_types, ", "), ") {\n    ^bb0(",

@@ -25,6 +25,12 @@ inline constexpr const char kExternPrefix[] = "trn_ext";
 //    dimension d is operand dimension perm[d]), so the callee sees a strided view; an empty
 //    array passes the operand as it is.
 inline constexpr const char kExternPermsAttr[] = "trn.extern_perms";
+//  - `trn.extern_op` (string, the ATen schema name) and `trn.extern_ints` (array<i64>, the op's
+//    int arguments in schema order) on such a generic: what the call computes, for a pipeline
+//    that lowers some calls itself (the trn pipeline's gathers, LowerGather.cpp); the host
+//    pipeline ignores them.
+inline constexpr const char kExternOpAttr[] = "trn.extern_op";
+inline constexpr const char kExternIntsAttr[] = "trn.extern_ints";
 //  - `trn.tied_input` (i64) on a public function's result: the caller binds this result's buffer
 //    to the very view it passes as that argument (an in-place update the group lowering did not
 //    stage); see createTieInPlacePass.

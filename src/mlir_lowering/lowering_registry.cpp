@@ -51,4 +51,25 @@ std::vector<std::string> LoweringRegistry::Names() const {
   return names;
 }
 
+std::vector<std::string> LoweringRegistry::Names(absl::string_view target) const {
+  if (target == "host") return Names();
+  std::vector<std::string> names;
+  for (const auto& [name, lowering] : ops_) {
+    if (TrnLowers(name)) names.push_back(name);
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+bool LoweringRegistry::TrnLowers(absl::string_view name) const {
+  const OpLowering* lowering = Find(name);
+  if (lowering == nullptr) return false;
+  name = Folded(name);
+  if (lowering->runtime_call) {
+    return name == "aten::mm" || name == "aten::addmm" || name == "aten::bmm" || name == "aten::baddbmm" ||
+           name == "aten::embedding" || name == "aten::index_select";
+  }
+  return name != "aten::nll_loss_forward" && name != "aten::nll_loss2d_forward";
+}
+
 }  // namespace trn::mlir_lowering

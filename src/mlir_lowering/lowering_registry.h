@@ -42,6 +42,16 @@ class LoweringRegistry {
   const OpLowering* Find(absl::string_view schema_name) const;
   // Registered names, sorted.
   std::vector<std::string> Names() const;
+  // The names a target's pipeline can run compiled: every one on "host"; on a trn target
+  // ("trn2", "trn3") those lowered to linalg plus the runtime calls it lowers itself
+  // (TrnRunsCall), sorted.
+  std::vector<std::string> Names(absl::string_view target) const;
+  // Whether the trn pipeline lowers this op's lowering: not for runtime calls other than the
+  // matrix products and the gathers embedding and index_select (within the limits
+  // GroupLowering::CanLower checks), nor for lowerings that read data-dependent addresses
+  // inside a linalg body (nll_loss forward's tensor.extract); those run op by op on the host on
+  // a trn target, outside the groups.
+  bool TrnLowers(absl::string_view name) const;
 
  private:
   absl::flat_hash_map<std::string, OpLowering> ops_;

@@ -156,11 +156,11 @@ constexpr std::array<Caller, sizeof...(N)> MakeCallers(std::index_sequence<N...>
 
 // A trn group: binding i is the entry point's argument i (ctx, inputs, outputs); the runtime
 // scalars (f64 on the host) are passed as f32, the NeuronCore having no f64; staged outputs go
-// through a scratch buffer, as on the host.
+// through a scratch buffer, as on the host; the checks' counts (int64 results after the
+// outputs) are read after the run, as on the host.
 static absl::Status RunOnDevice(const CompiledUnit& unit, const std::vector<OpRecord>& ops, int64_t* failed_op) {
   DeviceModel* device = DeviceModel::Get();
   if (device == nullptr) return absl::InternalError("a trn group, but NEURON_TARGET is host");
-  if (unit.num_checks() != 0) return absl::InternalError("a trn group with device-side checks");
   try {
     std::vector<neuroncore::HostBinding> bindings;
     bindings.push_back({nullptr, 0});  // ctx
@@ -181,13 +181,26 @@ static absl::Status RunOnDevice(const CompiledUnit& unit, const std::vector<OpRe
         bindings.push_back({HostAlias(out.tensor).data_ptr(), ViewBytes(out.tensor)});
       }
     }
+    std::vector<int64_t> counts(unit.num_checks(), 0);
+    for (int64_t& count : counts) bindings.push_back({&count, static_cast<int64_t>(sizeof(int64_t))});
     absl::Status status = device->Run(*unit.code->stream, bindings, ops);
     if (!status.ok()) {
       // Blame the recorded op whose instruction failed, not the group's first op.
       if (std::optional<uint32_t> op = neuroncore::FailedSourceOp(status); op.has_value() && *op < ops.size()) {
         *failed_op = static_cast<int64_t>(*op);
       }
+      // A gather's index outside its table (dma_gather) is the IndexError ATen's kernel raises.
+      if (status.code() == absl::StatusCode::kOutOfRange) {
+        return MakeOpError(ErrorKind::kIndex, absl::StrCat("index out of range in self (NeuronCore model: ",
+                                                           status.message(), ")"));
+      }
       return absl::InternalError(absl::StrCat("NeuronCore model: ", status.message()));
+    }
+    for (size_t i = 0; i < counts.size(); ++i) {
+      if (counts[i] != 0) {
+        *failed_op = (*unit.checks)[i].op_index;
+        return MakeOpError(ErrorKind::kIndex, (*unit.checks)[i].message);
+      }
     }
     for (size_t i = 0; i < unit.outputs.size(); ++i) {
       if (unit.outputs[i].staged) HostAlias(unit.outputs[i].tensor).copy_(scratch[i]);

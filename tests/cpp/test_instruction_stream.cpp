@@ -84,9 +84,9 @@ TEST_CASE("every truncation and malformed field is rejected with a reason", "[st
     CHECK_FALSE(nc::Decode(bytes.substr(0, n)).ok());
   }
   CHECK(nc::Decode(bytes + "x").status().message().find("trailing bytes") != std::string::npos);
-  std::string v2 = bytes;
-  v2[8] = 2;
-  CHECK(nc::Decode(v2).status().message().find("format version 2") != std::string::npos);
+  std::string v3 = bytes;
+  v3[8] = 3;
+  CHECK(nc::Decode(v3).status().message().find("format version 3") != std::string::npos);
   CHECK(nc::Decode("TRNCACHE" + bytes.substr(8)).status().message().find("not an instruction stream") !=
         std::string::npos);
 
@@ -106,6 +106,9 @@ TEST_CASE("every truncation and malformed field is rejected with a reason", "[st
   s.queues[3][0].operands[0].strides.resize(1);
   s.queues[3][0].opcode = static_cast<nc::Opcode>(99);
   CHECK(nc::Decode(nc::Encode(s)).status().message().find("unknown opcode 99") != std::string::npos);
+  s.queues[3][0].opcode = nc::Opcode::kMemset;
+  s.buffers[0].dtype = nc::DType::kI64;  // an i64 tile: engines have no 64-bit integers
+  CHECK(nc::Decode(nc::Encode(s)).status().message().find("an i64 tile") != std::string::npos);
 }
 
 TEST_CASE("the disassembly names engines, opcodes, operands and source ops", "[stream]") {

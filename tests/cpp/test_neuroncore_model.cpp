@@ -226,3 +226,57 @@ TEST_CASE("a failing instruction names the recorded op it came from", "[model]")
   CHECK(*nc::FailedSourceOp(r.status()) == 3);  // the executor blames op 3, not the group's first
   CHECK_FALSE(nc::FailedSourceOp(absl::InternalError("no payload")).has_value());
 }
+
+TEST_CASE("int64 HBM narrows to i32 tiles, integer instructions are exact, dma_gather picks rows", "[model]") {
+  // HBM: int64 values (beyond 2^24, inside int32), int64 result, a [10, 3] f32 table, 4 indices.
+  std::vector<int64_t> in = {16777217, -16777219, 100000007, 5};
+  std::vector<int64_t> out(4, 0);
+  std::vector<float> table(30);
+  for (int i = 0; i < 30; ++i) table[i] = static_cast<float>(i) + 0.25f;
+  std::vector<int64_t> ids = {9, 0, 3, 3};
+  std::vector<float> rows(12, -1.0f);
+  nc::InstructionStream s;
+  s.buffers = {{nc::Space::kHbm, nc::DType::kI64, 0, 0, 32, 0, 0},
+               {nc::Space::kHbm, nc::DType::kI64, 0, 0, 32, 0, 1},
+               {nc::Space::kSbuf, nc::DType::kI32, 4, 0, 4, 0, -1},   // 2: x
+               {nc::Space::kSbuf, nc::DType::kI32, 4, 0, 4, 64, -1},  // 3: iota p
+               {nc::Space::kSbuf, nc::DType::kI32, 4, 0, 4, 128, -1},  // 4: x * 3 + p
+               {nc::Space::kHbm, nc::DType::kF32, 0, 0, 120, 0, 2},   // 5: table
+               {nc::Space::kHbm, nc::DType::kI64, 0, 0, 32, 0, 3},    // 6: ids
+               {nc::Space::kSbuf, nc::DType::kI32, 4, 0, 4, 192, -1},  // 7: ids tile
+               {nc::Space::kSbuf, nc::DType::kF32, 4, 0, 12, 256, -1},  // 8: gathered rows
+               {nc::Space::kHbm, nc::DType::kF32, 0, 0, 48, 0, 4}};   // 9: rows out
+  nc::Instruction times3 = Instr(nc::Opcode::kTensorScalar, {Rows(2, 4, 1), Rows(4, 4, 1)});
+  times3.func = 2;  // multiply
+  times3.imm = 3;
+  nc::Instruction iota = Instr(nc::Opcode::kIota, {Rows(3, 4, 1)});
+  iota.imm2 = 1;  // p
+  nc::Instruction add = Instr(nc::Opcode::kTensorTensor, {Rows(4, 4, 1), Rows(3, 4, 1), Rows(4, 4, 1)});
+  nc::Access table_rows = Rows(5, 10, 3, 3);  // 10 rows of 3
+  Q(s, nc::Engine::kDma) = {Instr(nc::Opcode::kDmaCopy, {Rows(0, 4, 1, 1), Rows(2, 4, 1)}),
+                            Instr(nc::Opcode::kDmaCopy, {Rows(6, 4, 1, 1), Rows(7, 4, 1)}),
+                            Instr(nc::Opcode::kDmaGather, {table_rows, Rows(7, 4, 1), Rows(8, 4, 3)}),
+                            Instr(nc::Opcode::kDmaCopy, {Rows(8, 4, 3), Rows(9, 4, 3, 3)}),
+                            Sync(nc::Opcode::kSignal, 0),
+                            Sync(nc::Opcode::kWait, 1, 1),
+                            Instr(nc::Opcode::kDmaCopy, {Rows(4, 4, 1), Rows(1, 4, 1, 1)})};
+  Q(s, nc::Engine::kGpSimd) = {iota};
+  Q(s, nc::Engine::kVector) = {Sync(nc::Opcode::kWait, 0, 1), times3, Sync(nc::Opcode::kWait, 2, 1), add,
+                               Sync(nc::Opcode::kSignal, 1)};
+  Q(s, nc::Engine::kGpSimd).push_back(Sync(nc::Opcode::kSignal, 2));
+  std::vector<nc::HostBinding> bind = {{in.data(), 32}, {out.data(), 32}, {table.data(), 120}, {ids.data(), 32},
+                                       {rows.data(), 48}};
+  absl::StatusOr<nc::RunReport> r = nc::Run(s, kTrn2, bind);
+  REQUIRE(r.ok());
+  for (int p = 0; p < 4; ++p) CHECK(out[p] == in[p] * 3 + p);  // exact, beyond fp32's 2^24
+  for (int p = 0; p < 4; ++p) {
+    for (int j = 0; j < 3; ++j) CHECK(rows[p * 3 + j] == table[ids[p] * 3 + j]);
+  }
+  CHECK(r->engines[static_cast<int>(nc::Engine::kGpSimd)].busy_ns > 0);
+
+  ids[2] = 10;  // outside the table: OutOfRange, naming the instruction
+  absl::StatusOr<nc::RunReport> bad = nc::Run(s, kTrn2, bind);
+  REQUIRE_FALSE(bad.ok());
+  CHECK(bad.status().code() == absl::StatusCode::kOutOfRange);
+  CHECK(bad.status().message().find("dma_gather: index 10 is out of range for a table of 10 rows") != std::string::npos);
+}

@@ -216,11 +216,12 @@ void Lowerer::Store(Value tile, const OperandAccess& a, const TileSpace& t) {
 }
 
 mlir::Type Lowerer::ElementOf(Value memref) { return memref.getType().cast<mlir::MemRefType>().getElementType(); }
-// Element types of HBM buffers the NeuronCore reads: f32, bf16, bool (one byte); f64 only for
-// scratch buffers and the runtime-scalar argument (the runtime passes those as f32).
+// Element types of HBM buffers the NeuronCore reads: f32, bf16, bool (one byte), i32 and i64
+// (carried as i32 on chip: DeviceType); f64 only for scratch buffers and the runtime-scalar
+// argument (the runtime passes those as f32).
 bool Lowerer::Supported(Value memref) {
   const mlir::Type t = ElementOf(memref);
-  if (t.isF32() || t.isBF16() || t.isInteger(1)) return true;
+  if (t.isF32() || t.isBF16() || t.isInteger(1) || t.isInteger(32) || t.isInteger(64)) return true;
   if (!t.isF64()) return false;
   auto type = memref.getType().cast<mlir::MemRefType>();
   return memref.getDefiningOp<mlir::memref::AllocOp>() || (type.getRank() == 1 && type.isDynamicDim(0));
@@ -257,8 +258,10 @@ std::optional<double> Lowerer::ConstantOf(Value v) {
 }
 
 // Tiles of an iteration space `ranges`; `reduce` marks dimensions that must stay whole in
-// the free axes (reductions), every other dimension may be split.
-std::vector<TileSpace> Lowerer::Tiles(llvm::ArrayRef<int64_t> ranges, llvm::ArrayRef<bool> reduce) {
+// the free axes (reductions), every other dimension may be split. `one_free_axis`: outer free
+// axes advance one index per tile, so a loop index is affine in (partition, free index) and
+// one `iota` computes it (linalg.index).
+std::vector<TileSpace> Lowerer::Tiles(llvm::ArrayRef<int64_t> ranges, llvm::ArrayRef<bool> reduce, bool one_free_axis) {
   const int rank = static_cast<int>(ranges.size());
   auto is_reduce = [&](int d) { return d < static_cast<int>(reduce.size()) && reduce[d]; };
   std::vector<TileSpace> tiles;
@@ -300,7 +303,7 @@ std::vector<TileSpace> Lowerer::Tiles(llvm::ArrayRef<int64_t> ranges, llvm::Arra
   llvm::SmallVector<int64_t> chunk(axes.size());
   int64_t inner = 1;
   for (int i = static_cast<int>(axes.size()) - 1; i >= 0; --i) {
-    if (any_reduce && !is_reduce(axes[i].dim)) {
+    if ((any_reduce && !is_reduce(axes[i].dim)) || (one_free_axis && i + 1 < static_cast<int>(axes.size()))) {
       chunk[i] = 1;
     } else if (inner * axes[i].count <= kMaxFreeElements) {
       chunk[i] = axes[i].count;
@@ -343,11 +346,17 @@ std::vector<TileSpace> Lowerer::Tiles(llvm::ArrayRef<int64_t> ranges, llvm::Arra
 
 // ---- elementwise and reducing generics ----
 
-// The element type a tile of memref element type `t` holds (the NeuronCore has no f64).
-mlir::Type Lowerer::DeviceType(mlir::Type t) { return t.isF64() ? mlir::Float32Type::get(t.getContext()) : t; }
+// The element type a tile of memref element type `t` holds (the NeuronCore has no 64-bit
+// types: f64 is held as f32, i64 as i32, as the Neuron compiler carries int64).
+mlir::Type Lowerer::DeviceType(mlir::Type t) {
+  if (t.isF64()) return mlir::Float32Type::get(t.getContext());
+  if (t.isInteger(64) || t.isIndex()) return mlir::IntegerType::get(t.getContext(), 32);
+  return t;
+}
 
 LogicalResult Lowerer::LowerGeneric(mlir::linalg::GenericOp g) {
   if (!g.hasBufferSemantics()) return g.emitOpError("must be bufferized before trn-lower-linalg");
+  if (g.getLibraryCallAttr() && IsGather(g)) return LowerGather(g);
   if (g.getLibraryCallAttr()) {
     return g.emitOpError("is a runtime call (") << g.getLibraryCallAttr().getValue()
                                                 << ": an ATen kernel), which has no trn lowering";
@@ -412,7 +421,9 @@ LogicalResult Lowerer::LowerGeneric(mlir::linalg::GenericOp g) {
     }
     return vals;
   };
-  const std::vector<TileSpace> tiles = Tiles(ranges, reduce);
+  bool uses_index = false;
+  body.walk([&](mlir::linalg::IndexOp) { uses_index = true; });
+  const std::vector<TileSpace> tiles = Tiles(ranges, reduce, uses_index);
   llvm::DenseMap<Value, Val> next = load_operands(tiles.front());
   for (size_t ti = 0; ti < tiles.size(); ++ti) {
     const TileSpace& t = tiles[ti];
@@ -436,7 +447,7 @@ LogicalResult Lowerer::LowerGeneric(mlir::linalg::GenericOp g) {
       if (!r) return g.emitOpError("yields a value the lowering did not produce");
       if (any_reduce) {
         Value x = Materialize(*r, t, Kind::kTile);
-        Value part = Sbuf(t.partition.count, {1}, b_.getF32Type());
+        Value part = Sbuf(t.partition.count, {1}, out_type.isa<mlir::IntegerType>() ? out_type : b_.getF32Type());
         Make<TensorReduceOp>(x, part, b_.getStringAttr(combine[o]));
         Value init = Load(access[n_in + o], out_tile, out_type);
         Value sum = Sbuf(t.partition.count, {1}, out_type);
@@ -467,8 +478,11 @@ bool Lowerer::MatchCombine(Value y, Value acc, std::string* op, Value* x, llvm::
     if (d->getOperand(1) == acc) return d->getOperand(0);
     return Value();
   };
-  if (mlir::isa<mlir::arith::AddFOp, mlir::arith::MaxFOp, mlir::arith::MinFOp>(def)) {
-    *op = mlir::isa<mlir::arith::AddFOp>(def) ? "add" : mlir::isa<mlir::arith::MaxFOp>(def) ? "maximum" : "minimum";
+  if (mlir::isa<mlir::arith::AddFOp, mlir::arith::MaxFOp, mlir::arith::MinFOp, mlir::arith::AddIOp, mlir::arith::MaxSIOp,
+                mlir::arith::MinSIOp>(def)) {
+    *op = mlir::isa<mlir::arith::AddFOp, mlir::arith::AddIOp>(def)     ? "add"
+          : mlir::isa<mlir::arith::MaxFOp, mlir::arith::MaxSIOp>(def) ? "maximum"
+                                                                       : "minimum";
     *x = other(def);
     ops->insert(def);
     return static_cast<bool>(*x);
@@ -531,10 +545,11 @@ bool Lowerer::ScalarForm(const std::string& op) {  // ops tensor_scalar takes
   return op != "not_equal" && op != "logical_and" && op != "logical_or";
 }
 
-// x <op> s, with s a constant or a column; x a tile or a column.
-Value Lowerer::ScalarOp(const Val& x, const std::string& op, const Val& s, const TileSpace& t) {
+// x <op> s, with s a constant or a column; x a tile or a column. The result has element type
+// `element` (f32 when null; i1 for predicates).
+Value Lowerer::ScalarOp(const Val& x, const std::string& op, const Val& s, const TileSpace& t, mlir::Type element) {
   const Kind kind = x.kind();
-  Value dst = NewTile(t, kind, IsPredicate(op) ? b_.getI1Type() : mlir::Type());
+  Value dst = NewTile(t, kind, IsPredicate(op) ? b_.getI1Type() : element);
   if (s.kind() == Kind::kConst) {
     Make<TensorScalarOp>(x.tile, dst, b_.getStringAttr(op), b_.getF32FloatAttr(static_cast<float>(*s.constant)), Value());
   } else {
@@ -542,8 +557,8 @@ Value Lowerer::ScalarOp(const Val& x, const std::string& op, const Val& s, const
   }
   return dst;
 }
-Value Lowerer::TensorOp(Value lhs, Value rhs, const std::string& op, const TileSpace& t, Kind kind) {
-  Value dst = NewTile(t, kind, IsPredicate(op) ? b_.getI1Type() : mlir::Type());
+Value Lowerer::TensorOp(Value lhs, Value rhs, const std::string& op, const TileSpace& t, Kind kind, mlir::Type element) {
+  Value dst = NewTile(t, kind, IsPredicate(op) ? b_.getI1Type() : element);
   Make<TensorTensorOp>(lhs, rhs, dst, b_.getStringAttr(op));
   return dst;
 }
@@ -573,23 +588,25 @@ double Lowerer::Fold(const std::string& op, double a, double b) {
 }
 
 // l <op> r on constants, columns and tiles. `swapped` is the op with its operands exchanged
-// (empty: not expressible that way).
-Lowerer::Val Lowerer::Binary(const std::string& op, const std::string& swapped, const Val& l, const Val& r, const TileSpace& t) {
+// (empty: not expressible that way). `element`: the result's element type (f32 when null; an
+// integer type for integer arithmetic, which the engines then compute exactly).
+Lowerer::Val Lowerer::Binary(const std::string& op, const std::string& swapped, const Val& l, const Val& r, const TileSpace& t,
+                             mlir::Type element) {
   if (l.kind() == Kind::kConst && r.kind() == Kind::kConst) return Val::Const(Fold(op, *l.constant, *r.constant));
-  if (l.kind() < r.kind() && !swapped.empty()) return Binary(swapped, op, r, l, t);
+  if (l.kind() < r.kind() && !swapped.empty()) return Binary(swapped, op, r, l, t, element);
   if (l.kind() >= r.kind()) {
     const Kind kind = l.kind();
-    if (r.kind() != kind && ScalarForm(op)) return Wrap(ScalarOp(l, op, r, t), kind);
-    return Wrap(TensorOp(l.tile, Materialize(r, t, kind), op, t, kind), kind);
+    if (r.kind() != kind && ScalarForm(op)) return Wrap(ScalarOp(l, op, r, t, element), kind);
+    return Wrap(TensorOp(l.tile, Materialize(r, t, kind), op, t, kind, element), kind);
   }
   const Kind kind = r.kind();  // l is a constant or column, r larger, no swapped form
   if (op == "subtract") {      // l - r = (r * -1) + l
-    return Wrap(ScalarOp(Wrap(ScalarOp(r, "multiply", Val::Const(-1.0), t), kind), "add", l, t), kind);
+    return Wrap(ScalarOp(Wrap(ScalarOp(r, "multiply", Val::Const(-1.0), t, element), kind), "add", l, t, element), kind);
   }
   if (op == "divide") {  // l / r = reciprocal(r) * l
     return Wrap(ScalarOp(Wrap(Act(r, "reciprocal", t), kind), "multiply", l, t), kind);
   }
-  return Wrap(TensorOp(Materialize(l, t, kind), r.tile, op, t, kind), kind);
+  return Wrap(TensorOp(Materialize(l, t, kind), r.tile, op, t, kind, element), kind);
 }
 
 // A comparison, exact for NaN: ordered predicates are false and unordered ones true when an
@@ -627,11 +644,12 @@ Lowerer::Val Lowerer::Compare(mlir::arith::CmpFPredicate p, const Val& a, const 
   return Val::Const(0);
 }
 
-// select(c, a, b): a copy of b, then a predicated copy of a where c holds.
-Lowerer::Val Lowerer::Select(const Val& c, const Val& a, const Val& b, const TileSpace& t) {
+// select(c, a, b) with result element type `element`: a copy of b, then a predicated copy of a
+// where c holds. (An operand's tile may hold another type: an integer tile read as a float
+// after a free sitofp; the copies convert.)
+Lowerer::Val Lowerer::Select(const Val& c, const Val& a, const Val& b, const TileSpace& t, mlir::Type element) {
   if (c.kind() == Kind::kConst) return *c.constant != 0 ? a : b;
   const Kind kind = std::max({c.kind(), a.kind(), b.kind()});
-  const mlir::Type element = a.tile && !b.tile ? TileElement(a.tile) : b.tile ? TileElement(b.tile) : b_.getF32Type();
   Value dst = NewTile(t, kind, element);
   if (b.kind() == Kind::kConst) {
     Make<MemsetOp>(dst, b_.getF64FloatAttr(*b.constant));
@@ -686,74 +704,6 @@ std::optional<Lowerer::Val> Lowerer::Get(Value v, const TileSpace& t, llvm::Dens
   }
   if (mlir::failed(LowerBodyOp(*def, t, vals))) return std::nullopt;
   return vals[v];
-}
-
-LogicalResult Lowerer::LowerBodyOp(mlir::Operation& op, const TileSpace& t, llvm::DenseMap<Value, Val>& vals) {
-  if (op.getNumResults() != 1) return op.emitOpError("has no trn lowering");
-  llvm::SmallVector<Val> in;
-  for (Value v : op.getOperands()) {
-    std::optional<Val> x = Get(v, t, vals);
-    if (!x) return op.emitOpError("reads a value the trn lowering cannot place on the device");
-    in.push_back(*x);
-  }
-  auto set = [&](const Val& v) -> LogicalResult {
-    vals[op.getResult(0)] = v;
-    return success();
-  };
-  if (auto c = mlir::dyn_cast<mlir::arith::ConstantOp>(op)) {
-    auto v = ConstantOf(c);
-    if (!v) return op.emitOpError("constant of this type has no trn lowering");
-    return set(Val::Const(*v));
-  }
-  struct BinaryName { const char* op; const char* swapped; };
-  std::optional<BinaryName> bin;
-  if (mlir::isa<mlir::arith::AddFOp>(op)) bin = BinaryName{"add", "add"};
-  else if (mlir::isa<mlir::arith::SubFOp>(op)) bin = BinaryName{"subtract", ""};
-  else if (mlir::isa<mlir::arith::MulFOp>(op)) bin = BinaryName{"multiply", "multiply"};
-  else if (mlir::isa<mlir::arith::DivFOp>(op)) bin = BinaryName{"divide", ""};
-  else if (mlir::isa<mlir::arith::MaxFOp>(op)) bin = BinaryName{"maximum", "maximum"};
-  else if (mlir::isa<mlir::arith::MinFOp>(op)) bin = BinaryName{"minimum", "minimum"};
-  else if (mlir::isa<mlir::math::PowFOp>(op)) bin = BinaryName{"power", ""};
-  if (bin) return set(Binary(bin->op, bin->swapped, in[0], in[1], t));
-  if (mlir::isa<mlir::arith::AndIOp, mlir::arith::OrIOp, mlir::arith::XOrIOp>(op)) {
-    if (!op.getResult(0).getType().isInteger(1)) return op.emitOpError("integer bit operation has no trn lowering");
-    const char* name = mlir::isa<mlir::arith::AndIOp>(op) ? "logical_and"
-                       : mlir::isa<mlir::arith::OrIOp>(op) ? "logical_or"
-                                                           : "not_equal";
-    return set(Binary(name, name, in[0], in[1], t));
-  }
-  if (auto cmp = mlir::dyn_cast<mlir::arith::CmpFOp>(op)) return set(Compare(cmp.getPredicate(), in[0], in[1], t));
-  if (mlir::isa<mlir::arith::SelectOp>(op)) return set(Select(in[0], in[1], in[2], t));
-  if (mlir::isa<mlir::arith::NegFOp>(op)) {
-    if (in[0].kind() == Kind::kConst) return set(Val::Const(-*in[0].constant));
-    return set(Wrap(ScalarOp(in[0], "multiply", Val::Const(-1.0), t), in[0].kind()));
-  }
-  if (mlir::isa<mlir::arith::ExtFOp, mlir::arith::SIToFPOp, mlir::arith::UIToFPOp, mlir::arith::ExtUIOp>(op)) {
-    return set(in[0]);  // every engine reads tiles as fp32: widening is free
-  }
-  if (mlir::isa<mlir::arith::TruncFOp>(op)) {
-    const mlir::Type to = op.getResult(0).getType();
-    if (in[0].kind() == Kind::kConst || to.isF32() || to.isF64()) return set(in[0]);  // f64 is f32 here
-    Value narrow = NewTile(t, in[0].kind(), to);
-    Make<TensorCopyOp>(in[0].tile, narrow);
-    return set(Wrap(narrow, in[0].kind()));
-  }
-  const char* func = mlir::isa<mlir::math::ExpOp>(op)     ? "exp"
-                     : mlir::isa<mlir::math::LogOp>(op)   ? "log"
-                     : mlir::isa<mlir::math::TanhOp>(op)  ? "tanh"
-                     : mlir::isa<mlir::math::SqrtOp>(op)  ? "sqrt"
-                     : mlir::isa<mlir::math::RsqrtOp>(op) ? "rsqrt"
-                     : mlir::isa<mlir::math::ErfOp>(op)   ? "erf"
-                                                          : nullptr;
-  if (func) {
-    if (in[0].kind() == Kind::kConst) return op.emitOpError("on a constant: expected folded before trn-lower-linalg");
-    return set(Wrap(Act(in[0], func, t), in[0].kind()));
-  }
-  if (mlir::isa<mlir::math::AbsFOp>(op)) {  // |x| = max(x, -x)
-    if (in[0].kind() == Kind::kConst) return set(Val::Const(std::abs(*in[0].constant)));
-    return set(Binary("maximum", "maximum", in[0], Binary("multiply", "multiply", in[0], Val::Const(-1.0), t), t));
-  }
-  return op.emitOpError("has no trn lowering");
 }
 
 }  // namespace lower_linalg_detail

@@ -1,6 +1,6 @@
-// Internal to trn-lower-linalg (LowerLinalg.cpp, LowerMatmul.cpp): HBM windows, iteration-space
-// tiles and the Lowerer, which lowers the linalg ops of one function to trn ops. Private: not
-// installed, included by those two files only. Each member is defined, with its comment, in the
+// Internal to trn-lower-linalg (LowerLinalg.cpp, LowerBody.cpp, LowerGather.cpp, LowerMatmul.cpp):
+// HBM windows, iteration-space tiles and the Lowerer, which lowers the linalg ops of one function
+// to trn ops. Private: not installed, included by those files only. Each member is defined, with its comment, in the
 // file its section names.
 //
 // Thread-safety: not thread-safe: one Lowerer per function, used by one thread (the pass runs on
@@ -102,7 +102,7 @@ class Lowerer {
   static bool Supported(Value memref);
   LogicalResult LowerFill(mlir::linalg::FillOp fill);
   static std::optional<double> ConstantOf(Value v);
-  std::vector<TileSpace> Tiles(llvm::ArrayRef<int64_t> ranges, llvm::ArrayRef<bool> reduce);
+  std::vector<TileSpace> Tiles(llvm::ArrayRef<int64_t> ranges, llvm::ArrayRef<bool> reduce, bool one_free_axis = false);
 
   // ---- elementwise and reducing generics (LowerLinalg.cpp) ----
 
@@ -127,16 +127,28 @@ class Lowerer {
   Value Materialize(const Val& v, const TileSpace& t, Kind kind);
   static bool IsPredicate(const std::string& op);
   static bool ScalarForm(const std::string& op);
-  Value ScalarOp(const Val& x, const std::string& op, const Val& s, const TileSpace& t);
-  Value TensorOp(Value lhs, Value rhs, const std::string& op, const TileSpace& t, Kind kind);
+  Value ScalarOp(const Val& x, const std::string& op, const Val& s, const TileSpace& t, mlir::Type element = {});
+  Value TensorOp(Value lhs, Value rhs, const std::string& op, const TileSpace& t, Kind kind, mlir::Type element = {});
   Value Act(const Val& x, const std::string& func, const TileSpace& t);
   Val Wrap(Value tile, Kind kind);
   static double Fold(const std::string& op, double a, double b);
-  Val Binary(const std::string& op, const std::string& swapped, const Val& l, const Val& r, const TileSpace& t);
+  Val Binary(const std::string& op, const std::string& swapped, const Val& l, const Val& r, const TileSpace& t,
+             mlir::Type element = {});
   Val Compare(mlir::arith::CmpFPredicate p, const Val& a, const Val& b, const TileSpace& t);
-  Val Select(const Val& c, const Val& a, const Val& b, const TileSpace& t);
+  Val Select(const Val& c, const Val& a, const Val& b, const TileSpace& t, mlir::Type element);
   std::optional<Val> Get(Value v, const TileSpace& t, llvm::DenseMap<Value, Val>& vals);
+
+  // ---- one body op on a tile: float, integer and index ops (LowerBody.cpp) ----
+
   LogicalResult LowerBodyOp(mlir::Operation& op, const TileSpace& t, llvm::DenseMap<Value, Val>& vals);
+  std::optional<LogicalResult> LowerIntegerOp(mlir::Operation& op, llvm::ArrayRef<Val> in, const TileSpace& t,
+                                              llvm::DenseMap<Value, Val>& vals);
+  LogicalResult LowerIndex(mlir::linalg::IndexOp op, const TileSpace& t, llvm::DenseMap<Value, Val>& vals);
+
+  // ---- gathers: embedding, index_select (LowerGather.cpp) ----
+
+  static bool IsGather(mlir::linalg::GenericOp g);
+  LogicalResult LowerGather(mlir::linalg::GenericOp g);
 
   // ---- matmul (LowerMatmul.cpp) ----
 

@@ -38,6 +38,9 @@ mlir::LogicalResult VerifyTile(llvm::function_ref<mlir::InFlightDiagnostic()> em
     if (d < 1) return emit_error() << what << " free dimensions must be positive, got " << d;
   }
   if (ElementBytes(element) == 0) return emit_error() << what << " tiles hold integers or floats, got " << element;
+  if (element.isInteger(64) || element.isF64()) {
+    return emit_error() << what << " tiles hold no 64-bit types (the engines have none), got " << element;
+  }
   return mlir::success();
 }
 
@@ -101,14 +104,54 @@ mlir::LogicalResult DmaCopyOp::verify() {
     for (int64_t s : sizes.asArrayRef()) n *= s;
     (src.isa<mlir::MemRefType>() ? a : b).elements = n;
   }
-  // The NeuronCore has no f64: f64 HBM buffers (runtime scalars, accumulators) hold f32.
-  auto device = [](mlir::Type t) { return t.isF64() ? mlir::Float32Type::get(t.getContext()) : t; };
+  // The NeuronCore has no 64-bit types: f64 HBM buffers (runtime scalars, accumulators) hold
+  // f32; i64 HBM buffers (torch's int64 tensors) are narrowed to i32 tiles and widened back by
+  // the DMA, as the Neuron compiler carries int64 as int32.
+  auto device = [](mlir::Type t) -> mlir::Type {
+    if (t.isF64()) return mlir::Float32Type::get(t.getContext());
+    if (t.isInteger(64)) return mlir::IntegerType::get(t.getContext(), 32);
+    return t;
+  };
   if (device(a.element) != device(b.element)) {
     return emitOpError("element types differ (") << a.element << " vs " << b.element
                                                    << "); DMA does not convert, use tensor_copy";
   }
   if (a.elements >= 0 && b.elements >= 0 && a.elements != b.elements) {
     return emitOpError("moves ") << a.elements << " elements into " << b.elements;
+  }
+  return mlir::success();
+}
+
+mlir::LogicalResult DmaGatherOp::verify() {
+  auto indices = getIndices().getType().cast<SbufTileType>();
+  auto dst = getDst().getType().cast<SbufTileType>();
+  if (indices.freeElements() != 1 || !indices.getElementType().isInteger(32)) {
+    return emitOpError("indices are one i32 per partition: a [P, [1]] i32 tile, got ") << indices;
+  }
+  if (indices.getPartitions() != dst.getPartitions()) {
+    return emitOpError("gathers one row per partition: ") << indices.getPartitions() << " indices for "
+                                                           << dst.getPartitions() << " partitions";
+  }
+  auto sizes = (*this)->getAttrOfType<mlir::DenseI64ArrayAttr>("hbm_sizes");
+  auto strides = (*this)->getAttrOfType<mlir::DenseI64ArrayAttr>("hbm_strides");
+  if (!sizes || !strides || !(*this)->hasAttr("hbm_offset") || sizes.size() < 2 || sizes.size() > 5 ||
+      sizes.size() != strides.size()) {
+    return emitOpError("needs a table window: hbm_offset, hbm_sizes and hbm_strides (rows, then 1..4 row axes)");
+  }
+  int64_t row = 1;
+  for (size_t i = 1; i < sizes.size(); ++i) row *= sizes[i];
+  if (sizes[0] < 1 || row != dst.freeElements()) {
+    return emitOpError("a row of the window has ") << row << " elements, the destination " << dst.freeElements()
+                                                   << " per partition";
+  }
+  const mlir::Type table = getTable().getType().cast<mlir::MemRefType>().getElementType();
+  auto device = [](mlir::Type t) -> mlir::Type {  // as dma_copy: 64-bit HBM types narrow
+    if (t.isF64()) return mlir::Float32Type::get(t.getContext());
+    if (t.isInteger(64)) return mlir::IntegerType::get(t.getContext(), 32);
+    return t;
+  };
+  if (device(table) != dst.getElementType()) {
+    return emitOpError("element types differ (") << table << " vs " << dst.getElementType() << ")";
   }
   return mlir::success();
 }

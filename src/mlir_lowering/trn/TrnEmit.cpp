@@ -32,6 +32,7 @@ absl::StatusOr<nc::DType> DTypeOf(mlir::Type t) {
   if (t.isBF16()) return nc::DType::kBF16;
   if (t.isF16()) return nc::DType::kF16;
   if (t.isInteger(32)) return nc::DType::kI32;
+  if (t.isInteger(64)) return nc::DType::kI64;  // HBM only (tiles are verified not to be i64)
   if (t.isInteger(8)) return nc::DType::kI8;
   if (t.isInteger(1)) return nc::DType::kU8;  // torch bool: one byte, 0 or 1
   std::string s;
@@ -187,6 +188,9 @@ class Emitter {
     if (auto d = mlir::dyn_cast<DmaCopyOp>(op)) {
       in.opcode = nc::Opcode::kDmaCopy;
       operands = {d.getSrc(), d.getDst()};
+    } else if (auto g = mlir::dyn_cast<DmaGatherOp>(op)) {
+      in.opcode = nc::Opcode::kDmaGather;
+      operands = {g.getTable(), g.getIndices(), g.getDst()};
     } else if (auto m = mlir::dyn_cast<MatmulOp>(op)) {
       in.opcode = nc::Opcode::kMatmul;
       operands = {m.getStationary(), m.getMoving(), m.getDst()};
@@ -240,7 +244,7 @@ class Emitter {
       return absl::UnimplementedError(absl::StrCat("no instruction for ", op->getName().getStringRef().str()));
     }
     for (mlir::Value v : operands) {
-      absl::StatusOr<nc::Access> a = AccessOf(v, mlir::isa<DmaCopyOp>(op) ? op : nullptr);
+      absl::StatusOr<nc::Access> a = AccessOf(v, mlir::isa<DmaCopyOp, DmaGatherOp>(op) ? op : nullptr);
       if (!a.ok()) {
         return absl::Status(a.status().code(), absl::StrCat(op->getName().getStringRef().str(), ": ", a.status().message()));
       }
@@ -274,7 +278,7 @@ class Emitter {
     using O = nc::Opcode;
     bool ok = false;
     switch (in.opcode) {
-      case O::kDmaCopy: ok = engine == E::kDma; break;
+      case O::kDmaCopy: case O::kDmaGather: ok = engine == E::kDma; break;
       case O::kMatmul: case O::kTranspose: ok = engine == E::kTensor; break;
       case O::kActivation: ok = engine == E::kScalar; break;
       case O::kTensorTensor: case O::kMemset: ok = engine == E::kVector || engine == E::kGpSimd; break;

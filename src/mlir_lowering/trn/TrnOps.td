@@ -18,7 +18,8 @@ def Trn_Dialect : Dialect {
     the matmul accumulator (PSUM). A tile lives in one of them: `!trn.sbuf<P, [F...], T>` /
     `!trn.psum<P, [F...], T>` with P <= 128 partitions and a free shape F. Device memory (HBM)
     is a memref. Engines: TensorE (matmul, transpose), VectorE (tensor_tensor, tensor_scalar,
-    tensor_reduce, tensor_copy), ScalarE (activation), GpSimd (iota, memset), DMA (dma_copy).
+    tensor_reduce, tensor_copy), ScalarE (activation), GpSimd (iota, memset), DMA (dma_copy,
+    dma_gather).
   }];
   let useDefaultTypePrinterParser = 1;
   let useFoldAPI = kEmitFoldAdaptorFolder;
@@ -74,6 +75,24 @@ def Trn_DmaCopyOp : Trn_Op<"dma_copy"> {
   }];
   let arguments = (ins Arg<Trn_DmaEnd, "", [MemRead]>:$src, Arg<Trn_DmaEnd, "", [MemWrite]>:$dst);
   let assemblyFormat = "$src `,` $dst attr-dict `:` qualified(type($src)) `,` qualified(type($dst))";
+  let hasVerifier = 1;
+}
+
+def Trn_DmaGatherOp : Trn_Op<"dma_gather"> {
+  let summary = "indirect DMA: gather one HBM row per partition, chosen by an index tile";
+  let description = [{
+    `trn.dma_gather %table, %indices, %dst {hbm_offset, hbm_sizes, hbm_strides} : memref<..>,
+    !trn.sbuf<P, [1], i32>, !trn.sbuf<P, [F...], T>`, after NKI's indirect DMA (a load whose
+    partition index is a tile of indices, descriptors generated on the device: [DGE] in
+    docs/trn_target.md). The window's first
+    size is the number of rows of the table (indices must lie in [0, rows)), its first stride
+    the elements between rows; the other sizes and strides select the row's elements, which land
+    in order in the partition `p` of `dst` for row `indices[p]`. An index out of range is an error
+    of the instruction, as ATen's IndexError is.
+  }];
+  let arguments = (ins Arg<AnyMemRef, "", [MemRead]>:$table, Arg<Trn_SbufTile, "", [MemRead]>:$indices,
+                       Arg<Trn_SbufTile, "", [MemWrite]>:$dst);
+  let assemblyFormat = "$table `,` $indices `,` $dst attr-dict `:` qualified(type($table)) `,` qualified(type($indices)) `,` qualified(type($dst))";
   let hasVerifier = 1;
 }
 

@@ -154,19 +154,20 @@ int DTypeBytes(DType t) {
     case DType::kF32: case DType::kI32: return 4;
     case DType::kBF16: case DType::kF16: return 2;
     case DType::kI8: case DType::kU8: return 1;
+    case DType::kI64: return 8;
   }
   return 0;
 }
 
 const char* DTypeName(DType t) {
-  static const char* const kNames[] = {"f32", "bf16", "f16", "i32", "i8", "u8"};
+  static const char* const kNames[] = {"f32", "bf16", "f16", "i32", "i8", "u8", "i64"};
   return kNames[static_cast<int>(t)];
 }
 
 const char* OpcodeName(Opcode op) {
   static const char* const kNames[] = {"dma_copy", "matmul", "transpose", "activation", "tensor_tensor",
                                        "tensor_scalar", "tensor_reduce", "tensor_copy", "iota", "memset",
-                                       "signal", "wait", "copy_predicated"};
+                                       "signal", "wait", "copy_predicated", "dma_gather"};
   return static_cast<int>(op) < static_cast<int>(Opcode::kCount) ? kNames[static_cast<int>(op)] : "?";
 }
 
@@ -243,7 +244,8 @@ absl::StatusOr<InstructionStream> Decode(const std::string& bytes) {
       return Bad("truncated buffer table", r.at());
     }
     if (space > 2) return Bad(absl::StrCat("unknown memory space ", space), r.at());
-    if (dtype > 5) return Bad(absl::StrCat("unknown dtype ", dtype), r.at());
+    if (dtype > 6) return Bad(absl::StrCat("unknown dtype ", dtype), r.at());
+    if (dtype == 6 && space != 0) return Bad("an i64 tile (engines have no 64-bit integers)", r.at());
     b.space = static_cast<Space>(space);
     b.dtype = static_cast<DType>(dtype);
   }

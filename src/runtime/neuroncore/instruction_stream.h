@@ -25,14 +25,16 @@
 
 namespace trn::runtime::neuroncore {
 
-inline constexpr uint32_t kStreamFormatVersion = 1;
+inline constexpr uint32_t kStreamFormatVersion = 2;  // 2: DType kI64, Opcode kDmaGather
 
 enum class Engine : uint8_t { kTensor = 0, kVector = 1, kScalar = 2, kGpSimd = 3, kDma = 4 };
 inline constexpr int kEngines = 5;
 const char* EngineName(Engine e);
 
 enum class Space : uint8_t { kHbm = 0, kSbuf = 1, kPsum = 2 };
-enum class DType : uint8_t { kF32 = 0, kBF16 = 1, kF16 = 2, kI32 = 3, kI8 = 4, kU8 = 5 };
+// kI64 is for HBM only (torch's int64 tensors): engines have no 64-bit integers, DMA narrows
+// to i32 tiles and widens back.
+enum class DType : uint8_t { kF32 = 0, kBF16 = 1, kF16 = 2, kI32 = 3, kI8 = 4, kU8 = 5, kI64 = 6 };
 int DTypeBytes(DType t);
 const char* DTypeName(DType t);
 
@@ -63,7 +65,7 @@ struct Access {
 
 enum class Opcode : uint16_t {
   kDmaCopy = 0, kMatmul, kTranspose, kActivation, kTensorTensor, kTensorScalar, kTensorReduce,
-  kTensorCopy, kIota, kMemset, kSignal, kWait, kCopyPredicated,
+  kTensorCopy, kIota, kMemset, kSignal, kWait, kCopyPredicated, kDmaGather,
   kCount  // not an opcode
 };
 const char* OpcodeName(Opcode op);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <string>
 
 #include "absl/status/status.h"
@@ -28,26 +29,40 @@ uint16_t F32ToBf16(float f) {  // round to nearest even; NaN stays NaN
   return static_cast<uint16_t>(bits >> 16);
 }
 
-float Load(const uint8_t* p, DType t) {
+bool IsInteger(DType t) { return t == DType::kI32 || t == DType::kI8 || t == DType::kU8 || t == DType::kI64; }
+
+// Integers load exactly (int64 fits a double up to 2^53); floats widen exactly.
+double Load(const uint8_t* p, DType t) {
   switch (t) {
     case DType::kF32: { float v; std::memcpy(&v, p, 4); return v; }
     case DType::kBF16: { uint16_t v; std::memcpy(&v, p, 2); return Bf16ToF32(v); }
     case DType::kF16: { _Float16 v; std::memcpy(&v, p, 2); return static_cast<float>(v); }
-    case DType::kI32: { int32_t v; std::memcpy(&v, p, 4); return static_cast<float>(v); }
-    case DType::kI8: return static_cast<float>(static_cast<int8_t>(*p));
-    case DType::kU8: return static_cast<float>(*p);
+    case DType::kI32: { int32_t v; std::memcpy(&v, p, 4); return v; }
+    case DType::kI8: return static_cast<int8_t>(*p);
+    case DType::kU8: return *p;
+    case DType::kI64: { int64_t v; std::memcpy(&v, p, 8); return static_cast<double>(v); }
   }
   return 0;
 }
 
-void Store(uint8_t* p, DType t, float v) {
+// An integer destination rounds to nearest and wraps to its width (two's complement, as a
+// narrowing DMA or an integer ALU result does); NaN stores 0.
+int64_t ToInteger(double v) {
+  if (std::isnan(v)) return 0;
+  if (v >= 9.2e18) return INT64_MAX;
+  if (v <= -9.2e18) return INT64_MIN;
+  return static_cast<int64_t>(std::nearbyint(v));
+}
+
+void Store(uint8_t* p, DType t, double v) {
   switch (t) {
-    case DType::kF32: std::memcpy(p, &v, 4); return;
-    case DType::kBF16: { uint16_t b = F32ToBf16(v); std::memcpy(p, &b, 2); return; }
-    case DType::kF16: { _Float16 h = static_cast<_Float16>(v); std::memcpy(p, &h, 2); return; }
-    case DType::kI32: { int32_t i = static_cast<int32_t>(std::nearbyint(v)); std::memcpy(p, &i, 4); return; }
-    case DType::kI8: *p = static_cast<uint8_t>(static_cast<int8_t>(std::nearbyint(v))); return;
-    case DType::kU8: *p = static_cast<uint8_t>(std::nearbyint(v)); return;
+    case DType::kF32: { float f = static_cast<float>(v); std::memcpy(p, &f, 4); return; }
+    case DType::kBF16: { uint16_t b = F32ToBf16(static_cast<float>(v)); std::memcpy(p, &b, 2); return; }
+    case DType::kF16: { _Float16 h = static_cast<_Float16>(static_cast<float>(v)); std::memcpy(p, &h, 2); return; }
+    case DType::kI32: { int32_t i = static_cast<int32_t>(static_cast<uint32_t>(ToInteger(v))); std::memcpy(p, &i, 4); return; }
+    case DType::kI8: *p = static_cast<uint8_t>(ToInteger(v)); return;
+    case DType::kU8: *p = static_cast<uint8_t>(ToInteger(v)); return;
+    case DType::kI64: { int64_t i = ToInteger(v); std::memcpy(p, &i, 8); return; }
   }
 }
 
@@ -80,8 +95,12 @@ class View {
     }
     return base_ + row * row_bytes_ + byte;
   }
-  float Get(int64_t p, int64_t f) const { return Load(At(p, f), buffer_.dtype); }
+  float Get(int64_t p, int64_t f) const { return static_cast<float>(Load(At(p, f), buffer_.dtype)); }
   void Set(int64_t p, int64_t f, float v) const { Store(At(p, f), buffer_.dtype, v); }
+  // Exact for every integer type (up to 2^53); what integer instructions compute with.
+  double GetD(int64_t p, int64_t f) const { return Load(At(p, f), buffer_.dtype); }
+  void SetD(int64_t p, int64_t f, double v) const { Store(At(p, f), buffer_.dtype, v); }
+  bool integer() const { return IsInteger(buffer_.dtype); }
   // Every element inside the buffer (checked once per instruction, so Get/Set need not). The
   // address is affine in the indices, so its extremes are at corners of the index box.
   bool InBounds() const {
@@ -129,14 +148,17 @@ float Activation(uint32_t func, float x) {
   return std::nanf("");
 }
 
-float Alu(uint32_t op, float a, float b) {
+// In fp32 for float destinations; in double (exact for integers) for integer destinations.
+template <typename T>
+T Alu(uint32_t op, T a, T b) {
+  const T nan = std::numeric_limits<T>::quiet_NaN();
   switch (op) {  // trn::ir tensor_tensor's table, in order
     case 0: return a + b;
     case 1: return a - b;
     case 2: return a * b;
     case 3: return a / b;
-    case 4: return std::isnan(a) || std::isnan(b) ? std::nanf("") : std::max(a, b);
-    case 5: return std::isnan(a) || std::isnan(b) ? std::nanf("") : std::min(a, b);
+    case 4: return std::isnan(a) || std::isnan(b) ? nan : std::max(a, b);
+    case 5: return std::isnan(a) || std::isnan(b) ? nan : std::min(a, b);
     case 6: return std::pow(a, b);
     case 7: return a == b;
     case 8: return a != b;
@@ -147,7 +169,7 @@ float Alu(uint32_t op, float a, float b) {
     case 13: return (a != 0) && (b != 0);
     case 14: return (a != 0) || (b != 0);
   }
-  return std::nanf("");
+  return nan;
 }
 
 // SBUF (0) or PSUM (1) memory of this thread's core, at least `bytes`, kept across runs: a run
@@ -243,11 +265,33 @@ class Core {
         }
         const int64_t sf = src.free(), df = dst.free();
         if (functional) for (int64_t i = 0; i < src.partitions() * sf; ++i) {
-          dst.Set(i / df, i % df, src.Get(i / sf, i % sf));  // casts through fp32, as [ISA] dma_copy
+          dst.SetD(i / df, i % df, src.GetD(i / sf, i % sf));  // casts (integers exactly), as [ISA] dma_copy
         }
         const int64_t bytes = dst.partitions() * df * DTypeBytes(dst.dtype());
         report->dma_bytes += bytes;
         const int engines = static_cast<int>(std::min<int64_t>(t_.dma_engines, std::max(src.partitions(), dst.partitions())));
+        return t_.dma_fixed_ns + static_cast<double>(bytes) / (t_.dma_bytes_per_ns_per_engine * engines);
+      }
+      case Opcode::kDmaGather: {
+        // dst partition p <- row indices[p] of the table (the source's "partitions" are its rows).
+        if (auto st = need(3); !st.ok()) return st;
+        const View &table = v[0], &idx = v[1], &dst = v[2];
+        if (!table.hbm() || idx.partitions() != dst.partitions() || idx.free() != 1 || table.free() != dst.free()) {
+          return absl::InvalidArgumentError("dma_gather: expects an HBM table, [P, 1] indices and [P, row] destination");
+        }
+        for (int64_t p = 0; p < dst.partitions(); ++p) {
+          const double row = idx.GetD(p, 0);
+          if (!(row >= 0 && row < static_cast<double>(table.partitions()))) {
+            return absl::OutOfRangeError(absl::StrCat("dma_gather: index ", static_cast<int64_t>(row),
+                                                      " is out of range for a table of ", table.partitions(), " rows"));
+          }
+          if (functional) {
+            for (int64_t f = 0; f < dst.free(); ++f) dst.SetD(p, f, table.GetD(static_cast<int64_t>(row), f));
+          }
+        }
+        const int64_t bytes = dst.partitions() * dst.free() * DTypeBytes(dst.dtype());
+        report->dma_bytes += bytes;
+        const int engines = static_cast<int>(std::min<int64_t>(t_.dma_engines, dst.partitions()));
         return t_.dma_fixed_ns + static_cast<double>(bytes) / (t_.dma_bytes_per_ns_per_engine * engines);
       }
       case Opcode::kMatmul: {
@@ -311,7 +355,15 @@ class Core {
         if (s.partitions() != d.partitions() || s.free() != d.free()) {
           return absl::InvalidArgumentError(absl::StrCat(OpcodeName(in.opcode), ": tiles differ in shape"));
         }
-        if (functional) for (int64_t p = 0; p < s.partitions(); ++p) {
+        if (functional && d.integer() && in.opcode != Opcode::kActivation) {
+          for (int64_t p = 0; p < s.partitions(); ++p) {
+            const double c = column ? v[1].GetD(p, 0) : in.imm;
+            for (int64_t f = 0; f < s.free(); ++f) {
+              const double x = s.GetD(p, f);
+              d.SetD(p, f, in.opcode == Opcode::kTensorScalar ? Alu<double>(in.func, x, c) : x);
+            }
+          }
+        } else if (functional) for (int64_t p = 0; p < s.partitions(); ++p) {
           const float c = column ? v[1].Get(p, 0) : 0.0f;
           for (int64_t f = 0; f < s.free(); ++f) {
             const float x = s.Get(p, f);
@@ -319,7 +371,7 @@ class Core {
             if (in.opcode == Opcode::kActivation) {
               y = Activation(in.func, x * static_cast<float>(in.imm) + c);
             } else if (in.opcode == Opcode::kTensorScalar) {
-              y = Alu(in.func, x, column ? c : static_cast<float>(in.imm));
+              y = Alu<float>(in.func, x, column ? c : static_cast<float>(in.imm));
             }
             d.Set(p, f, y);
           }
@@ -334,7 +386,11 @@ class Core {
           return absl::InvalidArgumentError("tensor_tensor: tiles differ in shape");
         }
         if (functional) for (int64_t p = 0; p < d.partitions(); ++p) {
-          for (int64_t f = 0; f < d.free(); ++f) d.Set(p, f, Alu(in.func, a.Get(p, f), b.Get(p, f)));
+          if (d.integer()) {
+            for (int64_t f = 0; f < d.free(); ++f) d.SetD(p, f, Alu<double>(in.func, a.GetD(p, f), b.GetD(p, f)));
+          } else {
+            for (int64_t f = 0; f < d.free(); ++f) d.Set(p, f, Alu<float>(in.func, a.Get(p, f), b.Get(p, f)));
+          }
         }
         const bool fast = s_.buffers[in.operands[0].buffer].space == Space::kPsum ||
                           s_.buffers[in.operands[1].buffer].space == Space::kPsum ||
@@ -350,8 +406,14 @@ class Core {
         }
         const uint32_t alu = in.func == 0 ? 0 : in.func == 1 ? 4 : 5;  // add, maximum, minimum
         if (functional) for (int64_t p = 0; p < s.partitions(); ++p) {
+          if (d.integer()) {
+            double acc = s.GetD(p, 0);
+            for (int64_t f = 1; f < s.free(); ++f) acc = Alu<double>(alu, acc, s.GetD(p, f));
+            d.SetD(p, 0, acc);
+            continue;
+          }
           float acc = s.Get(p, 0);
-          for (int64_t f = 1; f < s.free(); ++f) acc = Alu(alu, acc, s.Get(p, f));
+          for (int64_t f = 1; f < s.free(); ++f) acc = Alu<float>(alu, acc, s.Get(p, f));
           d.Set(p, 0, acc);
         }
         const bool half = s.dtype() == DType::kBF16 && d.dtype() == DType::kBF16 && in.func <= 1;
@@ -363,7 +425,8 @@ class Core {
         const View& d = v[0];
         if (functional) for (int64_t p = 0; p < d.partitions(); ++p) {
           for (int64_t f = 0; f < d.free(); ++f) {
-            d.Set(p, f, static_cast<float>(in.opcode == Opcode::kMemset ? in.imm : in.imm + p * in.imm2 + f * in.imm3));
+            const double x = in.opcode == Opcode::kMemset ? in.imm : in.imm + p * in.imm2 + f * in.imm3;
+            d.SetD(p, f, d.integer() ? x : static_cast<double>(static_cast<float>(x)));
           }
         }
         return in.opcode == Opcode::kIota ? cycles(150.0 + static_cast<double>(d.free()))  // [COST] iota
@@ -379,7 +442,7 @@ class Core {
         if (functional) {
           for (int64_t p = 0; p < d.partitions(); ++p) {
             for (int64_t f = 0; f < d.free(); ++f) {
-              if (pred.Get(p, f) != 0.0f) d.Set(p, f, s.Get(p, f));
+              if (pred.Get(p, f) != 0.0f) d.SetD(p, f, s.GetD(p, f));
             }
           }
         }

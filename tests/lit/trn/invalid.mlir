@@ -174,3 +174,49 @@ func.func @dma_window_count(%m: memref<64x64xf32>, %t: !trn.sbuf<128, [16], f32>
   trn.dma_copy %m, %t {hbm_offset = 0 : i64, hbm_sizes = array<i64: 16, 16>, hbm_strides = array<i64: 64, 1>} : memref<64x64xf32>, !trn.sbuf<128, [16], f32>
   return
 }
+
+// -----
+
+// The engines have no 64-bit types: torch's int64 tensors live in HBM and become i32 tiles.
+// expected-error @+1 {{SBUF tiles hold no 64-bit types (the engines have none), got 'i64'}}
+func.func @i64_tile(%t: !trn.sbuf<128, [4], i64>) { return }
+
+// -----
+
+func.func @dma_i64_to_f32(%a: memref<128x4xi64>, %t: !trn.sbuf<128, [4], f32>) {
+  // expected-error @+1 {{element types differ}}
+  trn.dma_copy %a, %t : memref<128x4xi64>, !trn.sbuf<128, [4], f32>
+  return
+}
+
+// -----
+
+func.func @gather_float_indices(%t: memref<100x8xf32>, %i: !trn.sbuf<4, [1], f32>, %d: !trn.sbuf<4, [8], f32>) {
+  // expected-error @+1 {{indices are one i32 per partition}}
+  trn.dma_gather %t, %i, %d {hbm_offset = 0 : i64, hbm_sizes = array<i64: 100, 8>, hbm_strides = array<i64: 8, 1>} : memref<100x8xf32>, !trn.sbuf<4, [1], f32>, !trn.sbuf<4, [8], f32>
+  return
+}
+
+// -----
+
+func.func @gather_partitions(%t: memref<100x8xf32>, %i: !trn.sbuf<4, [1], i32>, %d: !trn.sbuf<8, [8], f32>) {
+  // expected-error @+1 {{gathers one row per partition: 4 indices for 8 partitions}}
+  trn.dma_gather %t, %i, %d {hbm_offset = 0 : i64, hbm_sizes = array<i64: 100, 8>, hbm_strides = array<i64: 8, 1>} : memref<100x8xf32>, !trn.sbuf<4, [1], i32>, !trn.sbuf<8, [8], f32>
+  return
+}
+
+// -----
+
+func.func @gather_row(%t: memref<100x8xf32>, %i: !trn.sbuf<4, [1], i32>, %d: !trn.sbuf<4, [16], f32>) {
+  // expected-error @+1 {{a row of the window has 8 elements, the destination 16 per partition}}
+  trn.dma_gather %t, %i, %d {hbm_offset = 0 : i64, hbm_sizes = array<i64: 100, 8>, hbm_strides = array<i64: 8, 1>} : memref<100x8xf32>, !trn.sbuf<4, [1], i32>, !trn.sbuf<4, [16], f32>
+  return
+}
+
+// -----
+
+func.func @gather_no_window(%t: memref<100x8xf32>, %i: !trn.sbuf<4, [1], i32>, %d: !trn.sbuf<4, [8], f32>) {
+  // expected-error @+1 {{needs a table window}}
+  trn.dma_gather %t, %i, %d : memref<100x8xf32>, !trn.sbuf<4, [1], i32>, !trn.sbuf<4, [8], f32>
+  return
+}

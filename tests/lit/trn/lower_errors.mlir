@@ -15,12 +15,26 @@ func.func @sin(%x: memref<8xf32>, %y: memref<8xf32>) {
 
 // -----
 
-func.func @int64(%x: memref<8xi64>, %y: memref<8xi64>) {
-  // expected-error @+1 {{operand 0 has element type 'i64', which has no trn lowering}}
+func.func @int_div(%x: memref<8xi64>, %y: memref<8xi64>) {
   linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]}
       ins(%x : memref<8xi64>) outs(%y : memref<8xi64>) {
   ^bb0(%a: i64, %b: i64):
-    linalg.yield %a : i64
+    %two = arith.constant 2 : i64
+    // expected-error @+1 {{'arith.floordivsi' op has no trn lowering}}
+    %d = arith.floordivsi %a, %two : i64
+    linalg.yield %d : i64
+  }
+  return
+}
+
+// -----
+
+func.func @f64(%x: memref<8xf64>, %y: memref<8xf64>) {
+  // expected-error @+1 {{operand 0 has element type 'f64', which has no trn lowering}}
+  linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]}
+      ins(%x : memref<8xf64>) outs(%y : memref<8xf64>) {
+  ^bb0(%a: f64, %b: f64):
+    linalg.yield %a : f64
   }
   return
 }
@@ -33,6 +47,21 @@ func.func @extern(%ctx: i64, %x: memref<8xf32>, %y: memref<8xf32>) {
       ins(%ctx, %x : i64, memref<8xf32>) outs(%y : memref<8xf32>) {
   ^bb0(%c: i64, %a: f32, %b: f32):
     linalg.yield %b : f32
+  }
+  return
+}
+
+// -----
+
+func.func @index_select_dim1(%x: memref<10x30xf32>, %ids: memref<5xi64>, %out: memref<10x5xf32>) {
+  %ctx = arith.constant 0 : i64
+  %k = arith.constant 0 : i64
+  // expected-error @+1 {{index_select along a dimension other than the first of a 1-D or 2-D tensor (no trn lowering)}}
+  linalg.generic {indexing_maps = [affine_map<() -> ()>, affine_map<() -> ()>, affine_map<() -> (0, 0)>, affine_map<() -> (0)>, affine_map<() -> (0, 0)>],
+                  iterator_types = [], library_call = "trn_ext3_0", trn.extern_op = "aten::index_select", trn.extern_ints = array<i64: 1>}
+      ins(%ctx, %k, %x, %ids : i64, i64, memref<10x30xf32>, memref<5xi64>) outs(%out : memref<10x5xf32>) {
+  ^bb0(%c: i64, %i: i64, %a: f32, %b: i64, %o: f32):
+    linalg.yield %o : f32
   }
   return
 }

@@ -55,3 +55,16 @@ func.func @vector_gpsimd_sync(%a: !trn.sbuf<128, [64], f32>, %b: !trn.sbuf<128, 
   trn.wait {engine = "tensor", semaphore = 3 : i32, value = 1 : i32}
   return
 }
+
+// Integer tiles and the indirect DMA of an embedding: i64 indices narrowed to an i32 tile, one
+// table row gathered per partition.
+// CHECK-LABEL: func.func @gather
+func.func @gather(%table: memref<1000x64xf32>, %ids: memref<32xi64>) {
+  %idx = trn.alloc : !trn.sbuf<32, [1], i32>
+  %rows = trn.alloc : !trn.sbuf<32, [64], f32>
+  // CHECK: trn.dma_copy %{{.*}}, %{{.*}} {{.*}} : memref<32xi64>, !trn.sbuf<32, [1], i32>
+  trn.dma_copy %ids, %idx {hbm_offset = 0 : i64, hbm_sizes = array<i64: 32, 1>, hbm_strides = array<i64: 1, 1>} : memref<32xi64>, !trn.sbuf<32, [1], i32>
+  // CHECK: trn.dma_gather %{{.*}}, %{{.*}}, %{{.*}} {hbm_offset = 0 : i64, hbm_sizes = array<i64: 1000, 64>, hbm_strides = array<i64: 64, 1>} : memref<1000x64xf32>, !trn.sbuf<32, [1], i32>, !trn.sbuf<32, [64], f32>
+  trn.dma_gather %table, %idx, %rows {hbm_offset = 0 : i64, hbm_sizes = array<i64: 1000, 64>, hbm_strides = array<i64: 64, 1>} : memref<1000x64xf32>, !trn.sbuf<32, [1], i32>, !trn.sbuf<32, [64], f32>
+  return
+}

@@ -1,0 +1,164 @@
+// trn-lower-linalg: one linalg.generic body op on a tile (LowerLinalgImpl.h): float arithmetic,
+// comparisons and functions; integer arithmetic and comparisons on i32 tiles (torch's int64
+// tensors are carried as i32 on the core); linalg.index as a GpSimd iota.
+#include <cmath>
+#include <optional>
+#include <string>
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir_lowering/trn/LowerLinalgImpl.h"
+
+namespace trn::ir::lower_linalg_detail {
+
+LogicalResult Lowerer::LowerBodyOp(mlir::Operation& op, const TileSpace& t, llvm::DenseMap<Value, Val>& vals) {
+  if (op.getNumResults() != 1) return op.emitOpError("has no trn lowering");
+  llvm::SmallVector<Val> in;
+  for (Value v : op.getOperands()) {
+    std::optional<Val> x = Get(v, t, vals);
+    if (!x) return op.emitOpError("reads a value the trn lowering cannot place on the device");
+    in.push_back(*x);
+  }
+  auto set = [&](const Val& v) -> LogicalResult {
+    vals[op.getResult(0)] = v;
+    return success();
+  };
+  if (auto c = mlir::dyn_cast<mlir::arith::ConstantOp>(op)) {
+    auto v = ConstantOf(c);
+    if (!v) return op.emitOpError("constant of this type has no trn lowering");
+    return set(Val::Const(*v));
+  }
+  if (auto index = mlir::dyn_cast<mlir::linalg::IndexOp>(op)) return LowerIndex(index, t, vals);
+  if (std::optional<LogicalResult> r = LowerIntegerOp(op, in, t, vals)) return *r;
+  struct BinaryName { const char* op; const char* swapped; };
+  std::optional<BinaryName> bin;
+  if (mlir::isa<mlir::arith::AddFOp>(op)) bin = BinaryName{"add", "add"};
+  else if (mlir::isa<mlir::arith::SubFOp>(op)) bin = BinaryName{"subtract", ""};
+  else if (mlir::isa<mlir::arith::MulFOp>(op)) bin = BinaryName{"multiply", "multiply"};
+  else if (mlir::isa<mlir::arith::DivFOp>(op)) bin = BinaryName{"divide", ""};
+  else if (mlir::isa<mlir::arith::MaxFOp>(op)) bin = BinaryName{"maximum", "maximum"};
+  else if (mlir::isa<mlir::arith::MinFOp>(op)) bin = BinaryName{"minimum", "minimum"};
+  else if (mlir::isa<mlir::math::PowFOp>(op)) bin = BinaryName{"power", ""};
+  if (bin) return set(Binary(bin->op, bin->swapped, in[0], in[1], t));
+  if (mlir::isa<mlir::arith::AndIOp, mlir::arith::OrIOp, mlir::arith::XOrIOp>(op)) {
+    if (!op.getResult(0).getType().isInteger(1)) return op.emitOpError("integer bit operation has no trn lowering");
+    const char* name = mlir::isa<mlir::arith::AndIOp>(op) ? "logical_and"
+                       : mlir::isa<mlir::arith::OrIOp>(op) ? "logical_or"
+                                                           : "not_equal";
+    return set(Binary(name, name, in[0], in[1], t));
+  }
+  if (auto cmp = mlir::dyn_cast<mlir::arith::CmpFOp>(op)) return set(Compare(cmp.getPredicate(), in[0], in[1], t));
+  if (mlir::isa<mlir::arith::SelectOp>(op)) return set(Select(in[0], in[1], in[2], t, DeviceType(op.getResult(0).getType())));
+  if (mlir::isa<mlir::arith::NegFOp>(op)) {
+    if (in[0].kind() == Kind::kConst) return set(Val::Const(-*in[0].constant));
+    return set(Wrap(ScalarOp(in[0], "multiply", Val::Const(-1.0), t), in[0].kind()));
+  }
+  if (mlir::isa<mlir::arith::ExtFOp, mlir::arith::SIToFPOp, mlir::arith::UIToFPOp, mlir::arith::ExtUIOp>(op)) {
+    return set(in[0]);  // every engine reads tiles as fp32: widening is free
+  }
+  if (mlir::isa<mlir::arith::TruncFOp>(op)) {
+    const mlir::Type to = op.getResult(0).getType();
+    if (in[0].kind() == Kind::kConst || to.isF32() || to.isF64()) return set(in[0]);  // f64 is f32 here
+    Value narrow = NewTile(t, in[0].kind(), to);
+    Make<TensorCopyOp>(in[0].tile, narrow);
+    return set(Wrap(narrow, in[0].kind()));
+  }
+  const char* func = mlir::isa<mlir::math::ExpOp>(op)     ? "exp"
+                     : mlir::isa<mlir::math::LogOp>(op)   ? "log"
+                     : mlir::isa<mlir::math::TanhOp>(op)  ? "tanh"
+                     : mlir::isa<mlir::math::SqrtOp>(op)  ? "sqrt"
+                     : mlir::isa<mlir::math::RsqrtOp>(op) ? "rsqrt"
+                     : mlir::isa<mlir::math::ErfOp>(op)   ? "erf"
+                                                          : nullptr;
+  if (func) {
+    if (in[0].kind() == Kind::kConst) return op.emitOpError("on a constant: expected folded before trn-lower-linalg");
+    return set(Wrap(Act(in[0], func, t), in[0].kind()));
+  }
+  if (mlir::isa<mlir::math::AbsFOp>(op)) {  // |x| = max(x, -x)
+    if (in[0].kind() == Kind::kConst) return set(Val::Const(std::abs(*in[0].constant)));
+    return set(Binary("maximum", "maximum", in[0], Binary("multiply", "multiply", in[0], Val::Const(-1.0), t), t));
+  }
+  return op.emitOpError("has no trn lowering");
+}
+
+// linalg.index d on tile t: base[d] + p * (partition step of d) + f * (free step of d), one iota
+// on GpSimd into an i32 tile. Affine in (p, f) only when the tile has at most one free axis,
+// which LowerGeneric asks Tiles for when the body reads a loop index.
+LogicalResult Lowerer::LowerIndex(mlir::linalg::IndexOp op, const TileSpace& t, llvm::DenseMap<Value, Val>& vals) {
+  const int d = static_cast<int>(op.getDim());
+  if (t.free.size() > 1) return op.emitOpError("on a tile with several free axes has no trn lowering");
+  const int64_t base = d < static_cast<int>(t.base.size()) ? t.base[d] : 0;
+  const int64_t partition_step = t.partition.dim == d ? t.partition.coeff : 0;
+  const int64_t step = !t.free.empty() && t.free[0].dim == d ? t.free[0].coeff : 0;
+  Value dst = NewTile(t, Kind::kTile, b_.getI32Type());
+  Make<IotaOp>(dst, b_.getI64IntegerAttr(base), b_.getI64IntegerAttr(partition_step), b_.getI64IntegerAttr(step));
+  vals[op.getResult()] = Val::Tile(dst);
+  return success();
+}
+
+// Integer body ops (nullopt: not an integer op). Arithmetic writes i32 tiles, which the
+// engines compute exactly; casts between integer widths and to float are free (tiles are read
+// as values). Division, remainders, shifts and float -> integer casts of tiles (truncation
+// toward zero, which no instruction here does) are refused by name.
+std::optional<LogicalResult> Lowerer::LowerIntegerOp(mlir::Operation& op, llvm::ArrayRef<Val> in, const TileSpace& t,
+                                                     llvm::DenseMap<Value, Val>& vals) {
+  auto set = [&](const Val& v) -> LogicalResult {
+    vals[op.getResult(0)] = v;
+    return success();
+  };
+  const mlir::Type result = op.getResult(0).getType();
+  const mlir::Type element = DeviceType(result);
+  struct BinaryName { const char* op; const char* swapped; };
+  std::optional<BinaryName> bin;
+  if (mlir::isa<mlir::arith::AddIOp>(op)) bin = BinaryName{"add", "add"};
+  else if (mlir::isa<mlir::arith::SubIOp>(op)) bin = BinaryName{"subtract", ""};
+  else if (mlir::isa<mlir::arith::MulIOp>(op)) bin = BinaryName{"multiply", "multiply"};
+  else if (mlir::isa<mlir::arith::MaxSIOp>(op)) bin = BinaryName{"maximum", "maximum"};
+  else if (mlir::isa<mlir::arith::MinSIOp>(op)) bin = BinaryName{"minimum", "minimum"};
+  if (bin) {
+    if (result.isInteger(1)) return op.emitOpError("i1 arithmetic has no trn lowering");
+    return set(Binary(bin->op, bin->swapped, in[0], in[1], t, element));
+  }
+  if (auto cmp = mlir::dyn_cast<mlir::arith::CmpIOp>(op)) {
+    using P = mlir::arith::CmpIPredicate;
+    // Tiles hold booleans as 0 / 1: unsigned order is right for i1, signed for wider integers.
+    const bool boolean = cmp.getLhs().getType().isInteger(1);
+    switch (cmp.getPredicate()) {
+      case P::eq: return set(Binary("is_equal", "is_equal", in[0], in[1], t));
+      case P::ne: return set(Binary("not_equal", "not_equal", in[0], in[1], t));
+      case P::slt: case P::ult:
+        if (boolean != (cmp.getPredicate() == P::ult)) break;
+        return set(Binary("is_lt", "is_gt", in[0], in[1], t));
+      case P::sle: case P::ule:
+        if (boolean != (cmp.getPredicate() == P::ule)) break;
+        return set(Binary("is_le", "is_ge", in[0], in[1], t));
+      case P::sgt: case P::ugt:
+        if (boolean != (cmp.getPredicate() == P::ugt)) break;
+        return set(Binary("is_gt", "is_lt", in[0], in[1], t));
+      case P::sge: case P::uge:
+        if (boolean != (cmp.getPredicate() == P::uge)) break;
+        return set(Binary("is_ge", "is_le", in[0], in[1], t));
+    }
+    return op.emitOpError("compares ") << (boolean ? "booleans signed" : "integers unsigned")
+                                       << ", which has no trn lowering";
+  }
+  if (mlir::isa<mlir::arith::ExtSIOp, mlir::arith::IndexCastOp>(op) ||
+      (mlir::isa<mlir::arith::TruncIOp>(op) && !result.isInteger(1))) {
+    return set(in[0]);  // i32 on the core whatever the width (DeviceType)
+  }
+  if (mlir::isa<mlir::arith::FPToSIOp>(op) && in[0].kind() != Kind::kTile) {
+    // A constant truncates toward zero; a column is a runtime scalar, which for an integer op is
+    // an integer argument the runtime passes as f32 (exact up to 2^24 in magnitude).
+    if (in[0].kind() == Kind::kConst) return set(Val::Const(std::trunc(*in[0].constant)));
+    return set(in[0]);
+  }
+  if (mlir::isa<mlir::arith::TruncIOp, mlir::arith::DivSIOp, mlir::arith::DivUIOp, mlir::arith::RemSIOp,
+                mlir::arith::RemUIOp, mlir::arith::FloorDivSIOp, mlir::arith::CeilDivSIOp, mlir::arith::ShLIOp,
+                mlir::arith::ShRSIOp, mlir::arith::ShRUIOp, mlir::arith::FPToSIOp, mlir::arith::FPToUIOp>(op)) {
+    return op.emitOpError("has no trn lowering");
+  }
+  return std::nullopt;
+}
+
+}  // namespace trn::ir::lower_linalg_detail

@@ -1,0 +1,100 @@
+// trn-lower-linalg: the gathers the group lowering leaves as ATen runtime calls
+// (`aten::embedding`, `aten::index_select` along dim 0), recognised by the call's
+// trn.extern_op / trn.extern_ints attributes (host_passes.h), lowered to indirect DMA:
+// per block of <= 128 indices, the indices are loaded one per partition (i64 narrowed to i32),
+// `dma_gather` brings the table row of each index into its partition, and a DMA stores the
+// block to the result. No compute engine is involved; an index out of range is an error of the
+// dma_gather instruction (the runtime raises ATen's IndexError).
+#include <string>
+
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir_lowering/host_passes.h"
+#include "mlir_lowering/trn/LowerLinalgImpl.h"
+
+namespace trn::ir::lower_linalg_detail {
+namespace {
+
+using ::trn::mlir_lowering::kExternIntsAttr;
+using ::trn::mlir_lowering::kExternOpAttr;
+using ::trn::mlir_lowering::kExternPermsAttr;
+
+// Free elements of one gathered block per partition (as elementwise tiles: 8 KiB of fp32).
+constexpr int64_t kMaxRowChunk = 2048;
+
+bool RowMajor(mlir::MemRefType type, llvm::ArrayRef<int64_t> strides) {
+  int64_t expect = 1;
+  for (int64_t d = type.getRank() - 1; d >= 0; --d) {
+    if (type.getShape()[d] != 1 && strides[d] != expect) return false;
+    expect *= type.getShape()[d];
+  }
+  return true;
+}
+
+}  // namespace
+
+bool Lowerer::IsGather(mlir::linalg::GenericOp g) {
+  auto name = g->getAttrOfType<mlir::StringAttr>(kExternOpAttr);
+  return name && (name.getValue() == "aten::embedding" || name.getValue() == "aten::index_select");
+}
+
+// Operands of the call: ctx, op index, the reads in argument order (embedding: weight, indices;
+// index_select: self, index), then the result.
+LogicalResult Lowerer::LowerGather(mlir::linalg::GenericOp g) {
+  const std::string name = g->getAttrOfType<mlir::StringAttr>(kExternOpAttr).getValue().str();
+  if (g->hasAttr(kExternPermsAttr)) return g.emitOpError("gathers through a permuted operand (no trn lowering)");
+  if (g->getNumOperands() != 5) return g.emitOpError("is not a two-input, one-result gather");
+  Value table = g->getOperand(2), indices = g->getOperand(3), out = g->getOperand(4);
+  auto table_type = table.getType().dyn_cast<mlir::MemRefType>();
+  auto index_type = indices.getType().dyn_cast<mlir::MemRefType>();
+  auto out_type = out.getType().dyn_cast<mlir::MemRefType>();
+  if (!table_type || !index_type || !out_type || !table_type.hasStaticShape() || !index_type.hasStaticShape() ||
+      !out_type.hasStaticShape()) {
+    return g.emitOpError("gather operands must be memrefs of static shape");
+  }
+  if (name == "aten::index_select") {
+    auto ints = g->getAttrOfType<mlir::DenseI64ArrayAttr>(kExternIntsAttr);
+    const int64_t rank = table_type.getRank();
+    if (!ints || ints.size() != 1 || (ints[0] != 0 && ints[0] != -rank) || rank > 2 || rank < 1) {
+      return g.emitOpError("index_select along a dimension other than the first of a 1-D or 2-D tensor (no trn lowering)");
+    }
+  } else if (table_type.getRank() != 2) {
+    return g.emitOpError("embedding of a table that is not 2-D");
+  }
+  const mlir::Type index_element = ElementOf(indices);
+  if (!index_element.isInteger(64) && !index_element.isInteger(32)) return g.emitOpError("indices must be int32 or int64");
+  if (!Supported(table) || !Supported(out)) return g.emitOpError("gathers an element type that has no trn lowering");
+  std::string why;
+  auto table_hbm = HbmOf(table, &why), index_hbm = table_hbm ? HbmOf(indices, &why) : std::nullopt,
+       out_hbm = index_hbm ? HbmOf(out, &why) : std::nullopt;
+  if (!out_hbm) return g.emitOpError("gather operand: ") << why;
+  if (!RowMajor(index_type, index_hbm->strides) || !RowMajor(out_type, out_hbm->strides)) {
+    return g.emitOpError("gathers with strided indices or result (no trn lowering)");
+  }
+  const int64_t rows = table_type.getShape()[0];
+  const int64_t row = table_type.getRank() == 2 ? table_type.getShape()[1] : 1;
+  const int64_t row_stride = table_hbm->strides[0];
+  const int64_t col_stride = table_type.getRank() == 2 ? table_hbm->strides[1] : 1;
+  const int64_t n = index_type.getNumElements();
+  if (n * row != out_type.getNumElements()) return g.emitOpError("result size is not indices x row");
+  const mlir::Type element = DeviceType(ElementOf(table));
+  auto window = [&](mlir::Operation* dma, int64_t offset, llvm::ArrayRef<int64_t> sizes, llvm::ArrayRef<int64_t> strides) {
+    dma->setAttr(kHbmOffsetAttr, b_.getI64IntegerAttr(offset));
+    dma->setAttr(kHbmSizesAttr, b_.getDenseI64ArrayAttr(sizes));
+    dma->setAttr(kHbmStridesAttr, b_.getDenseI64ArrayAttr(strides));
+  };
+  for (int64_t n0 = 0; n0 < n; n0 += kMaxPartitions) {
+    const int64_t p = std::min<int64_t>(kMaxPartitions, n - n0);
+    Value idx = Sbuf(p, {1}, b_.getI32Type());
+    window(Make<DmaCopyOp>(indices, idx), n0, {p, 1}, {1, 1});
+    for (int64_t c0 = 0; c0 < row; c0 += kMaxRowChunk) {
+      const int64_t c = std::min(kMaxRowChunk, row - c0);
+      Value block = Sbuf(p, {c}, element);
+      window(Make<DmaGatherOp>(table, idx, block), c0 * col_stride, {rows, c}, {row_stride, col_stride});
+      window(Make<DmaCopyOp>(block, out), n0 * row + c0, {p, c}, {row, 1});
+    }
+  }
+  return success();
+}
+
+}  // namespace trn::ir::lower_linalg_detail

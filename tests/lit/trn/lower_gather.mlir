@@ -1,0 +1,43 @@
+// RUN: torch-trn-opt %s -split-input-file -trn-lower-linalg | FileCheck %s
+
+// An embedding left as a runtime call by the group lowering (trn.extern_op names it) becomes
+// indirect DMA: 300 indices in blocks of 128, 128, 44; each block loads its indices (i64 -> i32),
+// gathers one 64-wide table row per partition and stores the block.
+// CHECK-LABEL: func.func @embedding
+// CHECK: trn.dma_copy %arg1, %[[I:.*]] {hbm_offset = 0 : i64, hbm_sizes = array<i64: 128, 1>, hbm_strides = array<i64: 1, 1>{{.*}} : memref<3x100xi64>, !trn.sbuf<128, [1], i32>
+// CHECK: trn.dma_gather %arg0, %[[I]], %[[R:.*]] {hbm_offset = 0 : i64, hbm_sizes = array<i64: 1000, 64>, hbm_strides = array<i64: 64, 1>{{.*}} : memref<1000x64xf32>, !trn.sbuf<128, [1], i32>, !trn.sbuf<128, [64], f32>
+// CHECK: trn.dma_copy %[[R]], %arg2 {hbm_offset = 0 : i64, hbm_sizes = array<i64: 128, 64>, hbm_strides = array<i64: 64, 1>
+// CHECK: trn.dma_copy %arg1, %{{.*}} {hbm_offset = 128 : i64
+// CHECK: trn.dma_copy %arg1, %{{.*}} {hbm_offset = 256 : i64, hbm_sizes = array<i64: 44, 1>
+// CHECK: trn.dma_copy %{{.*}}, %arg2 {hbm_offset = 16384 : i64, hbm_sizes = array<i64: 44, 64>
+// CHECK-NOT: linalg.generic
+func.func @embedding(%w: memref<1000x64xf32>, %ids: memref<3x100xi64>, %out: memref<3x100x64xf32>) {
+  %ctx = arith.constant 0 : i64
+  %k = arith.constant 0 : i64
+  linalg.generic {indexing_maps = [affine_map<() -> ()>, affine_map<() -> ()>, affine_map<() -> (0, 0)>, affine_map<() -> (0, 0)>, affine_map<() -> (0, 0, 0)>],
+                  iterator_types = [], library_call = "trn_ext3_0", trn.extern_op = "aten::embedding", trn.extern_ints = array<i64: -1>}
+      ins(%ctx, %k, %w, %ids : i64, i64, memref<1000x64xf32>, memref<3x100xi64>) outs(%out : memref<3x100x64xf32>) {
+  ^bb0(%c: i64, %i: i64, %a: f32, %b: i64, %o: f32):
+    linalg.yield %o : f32
+  }
+  return
+}
+
+// -----
+
+// index_select along dim 0 of a strided (transposed-row) 2-D tensor: the window's row stride is
+// the tensor's, a 3000-wide row is gathered in chunks of 2048 and 952.
+// CHECK-LABEL: func.func @index_select
+// CHECK: trn.dma_gather %arg0, %{{.*}}, %{{.*}} {hbm_offset = 0 : i64, hbm_sizes = array<i64: 10, 2048>, hbm_strides = array<i64: 4000, 1>
+// CHECK: trn.dma_gather %arg0, %{{.*}}, %{{.*}} {hbm_offset = 2048 : i64, hbm_sizes = array<i64: 10, 952>, hbm_strides = array<i64: 4000, 1>
+func.func @index_select(%x: memref<10x3000xf32, strided<[4000, 1]>>, %ids: memref<5xi32>, %out: memref<5x3000xf32>) {
+  %ctx = arith.constant 0 : i64
+  %k = arith.constant 0 : i64
+  linalg.generic {indexing_maps = [affine_map<() -> ()>, affine_map<() -> ()>, affine_map<() -> (0, 0)>, affine_map<() -> (0)>, affine_map<() -> (0, 0)>],
+                  iterator_types = [], library_call = "trn_ext3_0", trn.extern_op = "aten::index_select", trn.extern_ints = array<i64: 0>}
+      ins(%ctx, %k, %x, %ids : i64, i64, memref<10x3000xf32, strided<[4000, 1]>>, memref<5xi32>) outs(%out : memref<5x3000xf32>) {
+  ^bb0(%c: i64, %i: i64, %a: f32, %b: i32, %o: f32):
+    linalg.yield %o : f32
+  }
+  return
+}

@@ -1,0 +1,87 @@
+// RUN: torch-trn-opt %s -split-input-file -trn-lower-linalg | FileCheck %s
+
+// Integer elementwise: torch's int64 tensors are i64 HBM buffers read into i32 tiles (the DMA
+// narrows and widens); arithmetic writes i32 tiles, comparisons i1 tiles. (The 16 columns go on
+// the partitions, the 8 rows on the free axis.)
+// CHECK-LABEL: func.func @int_ops
+// CHECK: trn.dma_copy %arg0, %[[X:[^ ]*]] {{{.*}}hbm_sizes = array<i64: 16, 8>{{.*}} : memref<8x16xi64>, !trn.sbuf<16, [8], i32>
+// CHECK: trn.dma_copy %arg1, %[[Y:[^ ]*]] {{{.*}} : memref<8x16xi64>, !trn.sbuf<16, [8], i32>
+// CHECK: trn.tensor_tensor %[[X]], %[[Y]], %[[S:[^ ]*]] {op = "add"{{.*}} : !trn.sbuf<16, [8], i32>, !trn.sbuf<16, [8], i32>, !trn.sbuf<16, [8], i32>
+// CHECK: trn.tensor_scalar %[[S]], %[[M:[^ ]*]] {imm = 3.000000e+00 : f32, op = "multiply"{{.*}} : !trn.sbuf<16, [8], i32>, !trn.sbuf<16, [8], i32>
+// CHECK: trn.tensor_tensor %[[M]], %[[Y]], %[[C:[^ ]*]] {op = "is_gt"{{.*}} !trn.sbuf<16, [8], i1>
+// CHECK: trn.dma_copy %[[M]], %arg2 {{.*}} : !trn.sbuf<16, [8], i32>, memref<8x16xi64>
+// CHECK: trn.dma_copy %[[C]], %arg3 {{.*}} : !trn.sbuf<16, [8], i1>, memref<8x16xi1>
+#id = affine_map<(d0, d1) -> (d0, d1)>
+func.func @int_ops(%x: memref<8x16xi64>, %y: memref<8x16xi64>, %z: memref<8x16xi64>, %c: memref<8x16xi1>) {
+  linalg.generic {indexing_maps = [#id, #id, #id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%x, %y : memref<8x16xi64>, memref<8x16xi64>) outs(%z, %c : memref<8x16xi64>, memref<8x16xi1>) {
+  ^bb0(%a: i64, %b: i64, %o: i64, %p: i1):
+    %s = arith.addi %a, %b : i64
+    %three = arith.constant 3 : i64
+    %m = arith.muli %s, %three : i64
+    %g = arith.cmpi sgt, %m, %b : i64
+    linalg.yield %m, %g : i64, i1
+  }
+  return
+}
+
+// -----
+
+// arange: linalg.index is one GpSimd iota per tile. A 1-D space of 1000 folds into [125, 8]:
+// element = 8 * partition + free index.
+// CHECK-LABEL: func.func @arange
+// CHECK: trn.iota %[[I:[^ ]*]] {base = 0 : i64, partition_step = 8 : i64, step = 1 : i64{{.*}} : !trn.sbuf<125, [8], i32>
+// CHECK: trn.dma_copy %[[I]], %arg0 {{.*}}hbm_sizes = array<i64: 125, 8>, hbm_strides = array<i64: 8, 1>{{.*}} memref<1000xi64>
+func.func @arange(%y: memref<1000xi64>) {
+  linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]}
+      outs(%y : memref<1000xi64>) {
+  ^bb0(%o: i64):
+    %i = linalg.index 0 : index
+    %v = arith.index_cast %i : index to i64
+    linalg.yield %v : i64
+  }
+  return
+}
+
+// -----
+
+// A causal mask, col <= row, over [4, 64, 64]: the tile keeps one free axis (the outer one
+// advances per tile) so each loop index is an iota: rows on the partitions, columns free.
+// CHECK-LABEL: func.func @causal
+// CHECK: trn.iota %[[R:[^ ]*]] {base = 0 : i64, partition_step = 1 : i64, step = 0 : i64{{.*}} !trn.sbuf<64, [64], i32>
+// CHECK: trn.iota %[[C:[^ ]*]] {base = 0 : i64, partition_step = 0 : i64, step = 1 : i64{{.*}} !trn.sbuf<64, [64], i32>
+// CHECK: trn.tensor_tensor %[[C]], %[[R]], %{{.*}} {op = "is_le"
+// CHECK: trn.dma_copy %{{.*}}, %arg0 {hbm_offset = 0 : i64, hbm_sizes = array<i64: 64, 64>, hbm_strides = array<i64: 64, 1>
+// CHECK: trn.dma_copy %{{.*}}, %arg0 {hbm_offset = 4096 : i64
+// CHECK: trn.dma_copy %{{.*}}, %arg0 {hbm_offset = 8192 : i64
+// CHECK: trn.dma_copy %{{.*}}, %arg0 {hbm_offset = 12288 : i64
+#map3 = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+func.func @causal(%m: memref<4x64x64xi1>) {
+  linalg.generic {indexing_maps = [#map3], iterator_types = ["parallel", "parallel", "parallel"]}
+      outs(%m : memref<4x64x64xi1>) {
+  ^bb0(%o: i1):
+    %r = linalg.index 1 : index
+    %c = linalg.index 2 : index
+    %ri = arith.index_cast %r : index to i64
+    %ci = arith.index_cast %c : index to i64
+    %le = arith.cmpi sle, %ci, %ri : i64
+    linalg.yield %le : i1
+  }
+  return
+}
+
+// -----
+
+// An integer sum: the partial sums stay i32 (exact on the engines), combined through the output.
+// CHECK-LABEL: func.func @int_sum
+// CHECK: trn.tensor_reduce %{{.*}}, %[[P:[^ ]*]] {op = "add"{{.*}} !trn.sbuf<4, [32], i32>, !trn.sbuf<4, [1], i32>
+// CHECK: trn.tensor_tensor %[[P]], %{{.*}}, %{{.*}} {op = "add"
+func.func @int_sum(%x: memref<4x32xi64>, %y: memref<4xi64>) {
+  linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0)>], iterator_types = ["parallel", "reduction"]}
+      ins(%x : memref<4x32xi64>) outs(%y : memref<4xi64>) {
+  ^bb0(%a: i64, %acc: i64):
+    %s = arith.addi %a, %acc : i64
+    linalg.yield %s : i64
+  }
+  return
+}

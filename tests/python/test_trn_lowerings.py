@@ -1,0 +1,122 @@
+"""NEURON_TARGET=trn2: integer elementwise ops, iota (arange, masks) and gathers (embedding,
+index_select) run on the modeled NeuronCore, with results equal to PyTorch CPU's.
+
+Each test runs a fresh process (the target is read at import) in compile mode and checks:
+- the values against the same ops on CPU (exact: integers, comparisons and gathered rows);
+- that the ops ran on the modeled core (stats()["device"]["ops_by_name"]) and which engines
+  worked (GpSimd for iota, DMA for gathers), with modeled time;
+- that no group was sent to the host for an integer dtype or a gather.
+"""
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from helpers import last_json, run_python  # noqa: E402
+
+TRN = {"NEURON_TARGET": "trn2", "NEURON_MODE": "compile"}
+
+
+def ran_on_core(dev):
+    return {name.split(".")[0] for name in dev["ops_by_name"]}
+
+
+def test_integer_ops_and_iota_on_trn2():
+    out = last_json(run_python("""
+        import json, torch, torch_trn
+        def f(a, b, dev):
+            a, b = a.to(dev), b.to(dev)
+            r = {}
+            r["arange"] = torch.arange(1000, device=dev) * 3 - 7
+            r["arange_f"] = torch.arange(0, 200, 2, device=dev, dtype=torch.float32) * 0.5
+            r["int"] = torch.maximum(a * 1000003 + b, b - a)   # values up to ~4e8: exact in int32
+            r["cmp"] = (a > b) & (a != 3)
+            r["where"] = torch.where(a > b, a, b * 2)
+            r["sum"] = (a * b).sum(dim=1)
+            r["mask"] = torch.ones(4, 64, 64, device=dev).tril().bool() | (a[:1, :64, None] > 5)
+            r["i32"] = (a.int() + 5) * b.int()
+            return {k: v.cpu() for k, v in r.items()}
+        g = torch.Generator().manual_seed(0)
+        a = torch.randint(-400, 400, (64, 96), generator=g)
+        b = torch.randint(-400, 400, (64, 96), generator=g)
+        ref, got = f(a, b, "cpu"), f(a, b, "neuron")
+        torch_trn.sync()
+        s = torch_trn.stats()["device"]
+        print(json.dumps({"diff": {k: [str(got[k].dtype), str(ref[k].dtype), bool(torch.equal(got[k], ref[k]))]
+                                   for k in ref}, "dev": s}))
+    """, env=TRN))
+    for k, (got_dtype, ref_dtype, equal) in out["diff"].items():
+        assert got_dtype == ref_dtype and equal, f"{k}: {got_dtype} vs CPU {ref_dtype}, equal={equal}"
+    dev = out["dev"]
+    ran = ran_on_core(dev)
+    for op in ("aten::arange", "aten::mul", "aten::add", "aten::maximum", "aten::gt", "aten::ne", "aten::where",
+               "aten::sum", "aten::tril"):
+        assert op in ran, f"{op} did not run on the modeled core: {sorted(ran)}"
+    assert not any("dtype" in r for r in dev["host_group_reasons"]), dev["host_group_reasons"]
+    assert dev["engine_busy_ns"]["gpsimd"] > 0, "no iota ran on GpSimd"
+    assert dev["modeled_ns"] > 0
+
+
+def test_embedding_and_index_select_on_trn2():
+    out = last_json(run_python("""
+        import json, torch, torch_trn
+        g = torch.Generator().manual_seed(0)
+        w = torch.randn(1000, 48, generator=g)
+        ids = torch.randint(0, 1000, (3, 70), generator=g)
+        sel = torch.randint(0, 1000, (150,), generator=g)
+        wt = torch.randn(48, 1000, generator=g).t()       # a strided table
+        def f(dev):
+            W, I, S, WT = w.to(dev), ids.to(dev), sel.to(dev), wt.to(dev)
+            return {"emb": torch.nn.functional.embedding(I, W) * 2,
+                    "sel": torch.index_select(W, 0, S),
+                    "sel1d": torch.index_select(W[:, 0].contiguous(), 0, S),
+                    "strided": torch.nn.functional.embedding(I, WT)}
+        ref = f("cpu")
+        got = {k: v.cpu() for k, v in f("neuron").items()}
+        s = torch_trn.stats()["device"]
+        print(json.dumps({"equal": {k: bool(torch.equal(got[k], ref[k])) for k in ref}, "dev": s}))
+    """, env=TRN))
+    assert all(out["equal"].values()), out["equal"]
+    dev = out["dev"]
+    ran = ran_on_core(dev)
+    # F.embedding reaches the device as ATen's composite: index_select of the flattened indices.
+    assert "aten::index_select" in ran, sorted(ran)
+    assert dev["host_transfer_bytes"] == 0, dev
+    assert dev["engine_busy_ns"]["dma"] > 0
+    assert not any("runtime call" in r for r in dev["host_group_reasons"]), dev["host_group_reasons"]
+
+
+def test_gather_index_out_of_range_is_an_index_error(tmp_path):
+    # As on CPU: IndexError "index out of range in self", raised by the dma_gather instruction.
+    script = tmp_path / "oob.py"
+    script.write_text(
+        "import torch, torch_trn\n"
+        "w = torch.randn(10, 4).to('neuron')\n"
+        "ids = torch.tensor([1, 2, 10]).to('neuron')\n"
+        "try:\n"
+        "    torch.nn.functional.embedding(ids, w).cpu()\n"
+        "except IndexError as e:\n"
+        "    print('INDEXERROR', e)\n")
+    proc = run_python(f"exec(open({str(script)!r}).read())", env=TRN)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "INDEXERROR" in proc.stdout and "out of range" in proc.stdout, proc.stdout + proc.stderr[-2000:]
+    # The op (embedding's index_select) and the model's line (5, in the exec'd script) are named.
+    assert "aten::index_select at <string>:5" in proc.stdout, proc.stdout
+
+
+def test_lowered_ops_per_target():
+    out = last_json(run_python("""
+        import json, torch_trn
+        host, trn2, trn3 = (torch_trn._C.lowered_ops(t) for t in ("host", "trn2", "trn3"))
+        try:
+            torch_trn._C.lowered_ops("tpu"); bad = None
+        except ValueError as e:
+            bad = str(e)
+        print(json.dumps({"host": host, "default": torch_trn._C.lowered_ops(), "trn2": trn2, "trn3": trn3, "bad": bad}))
+    """))
+    assert out["default"] == out["host"]
+    assert out["trn2"] == out["trn3"] and set(out["trn2"]) <= set(out["host"])
+    for op in ("aten::embedding", "aten::index_select", "aten::arange", "aten::mm", "aten::add"):
+        assert op in out["trn2"], op
+    for op in ("aten::convolution", "aten::max_pool2d_with_indices"):
+        assert op in out["host"] and op not in out["trn2"], op
+    assert out["bad"] and "tpu" in out["bad"]
