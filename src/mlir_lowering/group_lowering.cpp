@@ -66,8 +66,10 @@ bool GroupLowering::CanLower(const runtime::OpRecord& record, std::string* why) 
       if (!ok || !t.defined()) {
         return;
       }
-      if (trn && runtime::IsDeviceTensor(t) && t.scalar_type() != c10::kFloat && t.scalar_type() != c10::kBFloat16 &&
-          t.scalar_type() != c10::kBool && t.scalar_type() != c10::kInt && t.scalar_type() != c10::kLong) {
+      // Half types compile for the host only (computed in f32: mlir_text.h); the trn pipeline
+      // takes f32, bool and integer tensors (int64 narrowed to i32 tiles by its DMAs).
+      if (trn && runtime::IsDeviceTensor(t) && t.scalar_type() != c10::kFloat && t.scalar_type() != c10::kBool &&
+          t.scalar_type() != c10::kInt && t.scalar_type() != c10::kLong) {
         *why = absl::StrCat("dtype ", c10::toString(t.scalar_type()), " (no trn lowering)");
         ok = false;
       } else if (!Supported(t.scalar_type())) {
@@ -361,7 +363,7 @@ std::string GroupLowering::Constant(const c10::Scalar& value, c10::ScalarType dt
   if (!emit_) {
     return ssa;
   }
-  Emit(absl::StrCat("    ", ssa, " = arith.constant ", ConstantLiteral(value, dtype), " : ", *ElementType(dtype), "\n"));
+  Emit(absl::StrCat("    ", ssa, " = arith.constant ", StoredLiteral(value, dtype), " : ", *ElementType(dtype), "\n"));
   return ssa;
 }
 
@@ -385,7 +387,7 @@ View GroupLowering::Pointwise(const std::vector<Operand>& ins, const std::vector
       maps.push_back(MapOf(v, shape));
       std::string arg = names_.Next("x");
       block_args.push_back(absl::StrCat(arg, ": ", *ElementType(v.dtype)));
-      elems.push_back(Scalar{arg, v.dtype});
+      elems.push_back(b.Load(arg, v.dtype));
     } else {
       elems.push_back(Scalar{"", in.dtype});  // filled below, inside the region
     }
@@ -398,7 +400,7 @@ View GroupLowering::Pointwise(const std::vector<Operand>& ins, const std::vector
     }
     elems[i] = ins[i].param.empty() ? b.Constant(ins[i].constant, ins[i].dtype) : Scalar{ins[i].param, c10::kDouble};
   }
-  Scalar r = b.Cast(body(b, elems), out_dtype);
+  const std::string r = b.Store(b.Cast(body(b, elems), out_dtype));
   // The output map is the identity, size-1 dims included: every loop dim must appear in some
   // indexing map (MapOf drops size-1 dims, which broadcast).
   maps.push_back(IdentityMap(rank));
@@ -410,7 +412,7 @@ View GroupLowering::Pointwise(const std::vector<Operand>& ins, const std::vector
     absl::StrAppend(&text, " ins(", absl::StrJoin(in_ssa, ", "), " : ", absl::StrJoin(in_types, ", "), ")");
   }
   absl::StrAppend(&text, " outs(", empty, " : ", out_type, ") {\n    ^bb0(", absl::StrJoin(block_args, ", "), "):\n",
-                  region, "    linalg.yield ", r.ssa, " : ", *ElementType(out_dtype), "\n    } -> ", out_type, "\n");
+                  region, "    linalg.yield ", r, " : ", *ElementType(out_dtype), "\n    } -> ", out_type, "\n");
   Emit(text);
   return View::Whole(result, shape, out_dtype);
 }
@@ -474,14 +476,16 @@ std::vector<View> GroupLowering::ReduceMulti(const View& in, const std::vector<i
   const std::string x = names_.Next("x");
   std::vector<std::string> block_args = {absl::StrCat(x, ": ", *ElementType(in.dtype))};
   std::vector<Scalar> acc_args;
+  const Scalar x_value = b.Load(x, in.dtype);
   for (size_t i = 0; i < accs.size(); ++i) {
-    acc_args.push_back(Scalar{names_.Next("a"), accs[i].first});
-    block_args.push_back(absl::StrCat(acc_args.back().ssa, ": ", elem_types[i]));
+    const std::string a = names_.Next("a");
+    block_args.push_back(absl::StrCat(a, ": ", elem_types[i]));
+    acc_args.push_back(b.Load(a, accs[i].first));
   }
-  std::vector<Scalar> next = combine(b, acc_args, Scalar{x, in.dtype});
+  std::vector<Scalar> next = combine(b, acc_args, x_value);
   std::vector<std::string> yields;
   for (size_t i = 0; i < accs.size(); ++i) {
-    yields.push_back(b.Cast(next[i], accs[i].first).ssa);
+    yields.push_back(b.Store(b.Cast(next[i], accs[i].first)));
   }
   const std::string result = names_.Next("r");
   const std::string arity = accs.size() == 1 ? "" : absl::StrCat(":", accs.size());

@@ -1,5 +1,8 @@
 #include "mlir_lowering/mlir_text.h"
 
+#include <c10/util/BFloat16.h>
+#include <c10/util/Half.h>
+
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
@@ -24,10 +27,16 @@ std::optional<absl::string_view> ElementType(c10::ScalarType dtype) {
       return "i8";
     case c10::kBool:
       return "i1";
+    case c10::kHalf:
+      return "f16";
+    case c10::kBFloat16:
+      return "i16";  // see mlir_text.h: LLVM 16 cannot select bfloat vectors on x86
     default:
       return std::nullopt;
   }
 }
+
+absl::string_view ComputeType(c10::ScalarType dtype) { return IsHalf(dtype) ? "f32" : *ElementType(dtype); }
 
 Kind KindOf(c10::ScalarType dtype) {
   if (dtype == c10::kBool) {
@@ -51,13 +60,31 @@ std::string TensorType(const std::vector<int64_t>& shape, c10::ScalarType dtype)
   return absl::StrCat("tensor<", ShapePrefix(shape), *ElementType(dtype), ">");
 }
 
+namespace {
+// `value` rounded to a half type (through float, as c10::Half / c10::BFloat16 construct); its bits.
+uint16_t HalfBits(const c10::Scalar& value, c10::ScalarType dtype) {
+  const float f = static_cast<float>(value.toDouble());
+  return dtype == c10::kHalf ? c10::Half(f).x : c10::BFloat16(f).x;
+}
+}  // namespace
+
+std::string StoredLiteral(const c10::Scalar& value, c10::ScalarType dtype) {
+  if (dtype == c10::kHalf) {
+    return absl::StrFormat("0x%04X", HalfBits(value, dtype));
+  }
+  if (dtype == c10::kBFloat16) {
+    return absl::StrCat(static_cast<int16_t>(HalfBits(value, dtype)));
+  }
+  return ConstantLiteral(value, dtype);
+}
+
 std::string ConstantLiteral(const c10::Scalar& value, c10::ScalarType dtype) {
   switch (KindOf(dtype)) {
     case Kind::kBool:
       return value.toBool() ? "1" : "0";  // "arith.constant 1 : i1" (true/false take no type)
     case Kind::kFloat:
-      if (dtype == c10::kFloat) {
-        float f = value.toFloat();
+      if (dtype == c10::kFloat || IsHalf(dtype)) {
+        float f = IsHalf(dtype) ? static_cast<float>(value.toDouble()) : value.toFloat();
         uint32_t bits;
         std::memcpy(&bits, &f, sizeof bits);
         return absl::StrFormat("0x%08X", bits);
@@ -86,7 +113,7 @@ std::string ConstantLiteral(const c10::Scalar& value, c10::ScalarType dtype) {
 }
 
 namespace {
-absl::string_view Ty(c10::ScalarType t) { return *ElementType(t); }
+absl::string_view Ty(c10::ScalarType t) { return ComputeType(t); }
 int Bits(c10::ScalarType t) {
   switch (t) {
     case c10::kDouble:
@@ -121,8 +148,51 @@ Scalar ScalarBuilder::Constant(const c10::Scalar& value, c10::ScalarType dtype) 
   return Raw(absl::StrCat("arith.constant ", ConstantLiteral(value, dtype), " : ", Ty(dtype)), dtype);
 }
 
+Scalar ScalarBuilder::Load(const std::string& stored, c10::ScalarType dtype) {
+  if (dtype == c10::kHalf) {
+    return Raw(absl::StrCat("arith.extf ", stored, " : f16 to f32"), dtype);
+  }
+  if (dtype == c10::kBFloat16) {
+    // A bfloat16 is the high half of the f32 with the same value.
+    Scalar wide = Raw(absl::StrCat("arith.extui ", stored, " : i16 to i32"), c10::kInt);
+    Scalar high = Raw(absl::StrCat("arith.shli ", wide.ssa, ", ", Constant(16, c10::kInt).ssa, " : i32"), c10::kInt);
+    return Raw(absl::StrCat("arith.bitcast ", high.ssa, " : i32 to f32"), dtype);
+  }
+  return Scalar{stored, dtype};
+}
+
+std::string ScalarBuilder::Store(const Scalar& v) {
+  if (v.dtype == c10::kHalf) {
+    return Raw(absl::StrCat("arith.truncf ", v.ssa, " : f32 to f16"), v.dtype).ssa;
+  }
+  if (v.dtype != c10::kBFloat16) {
+    return v.ssa;
+  }
+  // c10::detail::round_to_nearest_even: (bits + 0x7FFF + lsb) >> 16, where lsb is bit 16 (ties go
+  // to the even neighbour); NaN becomes the quiet NaN 0x7FC0.
+  const c10::ScalarType i32 = c10::kInt;
+  auto op = [&](absl::string_view name, const Scalar& a, const Scalar& b) {
+    return Raw(absl::StrCat(name, " ", a.ssa, ", ", b.ssa, " : i32"), i32);
+  };
+  Scalar bits = Raw(absl::StrCat("arith.bitcast ", v.ssa, " : f32 to i32"), i32);
+  Scalar sixteen = Constant(16, i32);
+  Scalar lsb = op("arith.andi", op("arith.shrui", bits, sixteen), Constant(1, i32));
+  Scalar rounded = op("arith.shrui", op("arith.addi", bits, op("arith.addi", lsb, Constant(0x7FFF, i32))), sixteen);
+  Scalar nan = Raw(absl::StrCat("arith.cmpf uno, ", v.ssa, ", ", v.ssa, " : f32"), c10::kBool);
+  Scalar r = Select(nan, Constant(0x7FC0, i32), rounded);
+  return Raw(absl::StrCat("arith.trunci ", r.ssa, " : i32 to i16"), c10::kShort).ssa;
+}
+
 Scalar ScalarBuilder::Cast(const Scalar& v, c10::ScalarType to) {
   const c10::ScalarType from = v.dtype;
+  if (IsHalf(from) || IsHalf(to)) {
+    // Half values are f32 values: convert as f32, relabel (Store rounds).
+    if (from == to || (IsHalf(from) && IsHalf(to))) {
+      return Scalar{v.ssa, to};
+    }
+    Scalar f = Cast(Scalar{v.ssa, IsHalf(from) ? c10::kFloat : from}, IsHalf(to) ? c10::kFloat : to);
+    return Scalar{f.ssa, to};
+  }
   if (from == to || (Ty(from) == Ty(to) && KindOf(from) == KindOf(to))) {
     return Scalar{v.ssa, to};
   }

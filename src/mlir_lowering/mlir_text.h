@@ -2,6 +2,19 @@
 // ScalarBuilder, which writes the scalar body of a linalg.generic (arith/math ops) with the
 // right op for each dtype kind (float, signed, unsigned, bool).
 //
+// Half types (float16, bfloat16) are stored as 16-bit elements and computed in f32, as ATen's
+// CPU kernels (opmath) and Trainium's engines do: a body loads an element and widens it to f32
+// (ScalarBuilder::Load), every op on it is an f32 op, and the value is rounded to the nearest
+// even half value only when stored (ScalarBuilder::Store: a linalg.yield into a half tensor). So
+// each ATen op rounds its result once, as eager does, also after the host pipeline fuses a chain
+// of ops into one loop (the producer's rounding stays in the fused body). A Scalar of a half
+// dtype is an f32 SSA value; a cast to a half dtype inside a body only relabels it, and a
+// constant of a half dtype is its f32 value (ATen's scalar operands of half ops are opmath
+// floats): values are rounded when stored. bfloat16 elements are i16 in the IR: LLVM 16's x86 backend cannot select vectors of
+// `bfloat` (fpext <16 x bfloat> aborts instruction selection) and calls __truncsfbf2, which
+// Debian 12's libgcc lacks, for a scalar fptrunc, so Load and Store convert with integer ops.
+// float16 elements are f16 (F16C's vcvtph2ps / vcvtps2ph).
+//
 // The lowering emits MLIR *text*: these files need no MLIR header (fast to build, and the
 // module text is the debugging artifact: NEURON_DUMP_MLIR). Parsing costs well under a
 // millisecond per group (host_jit.h CompileTimings::parse_ms).
@@ -23,10 +36,14 @@ namespace trn::mlir_lowering {
 
 enum class Kind { kFloat, kSigned, kUnsigned, kBool };
 
-// The MLIR element type of `dtype` ("f32", "i64", "i1"...), or nullopt when compiled code does
-// not handle it (complex, half types, quantized: those ops run op by op).
+// The MLIR element type of `dtype` in tensors and memrefs ("f32", "i64", "i1", "f16", "i16" for
+// bfloat16...), or nullopt when compiled code does not handle it (complex, quantized, float8:
+// those ops run op by op).
 std::optional<absl::string_view> ElementType(c10::ScalarType dtype);
 inline bool Supported(c10::ScalarType dtype) { return ElementType(dtype).has_value(); }
+inline bool IsHalf(c10::ScalarType dtype) { return dtype == c10::kHalf || dtype == c10::kBFloat16; }
+// The type a body computes `dtype` in: f32 for the half types, else ElementType.
+absl::string_view ComputeType(c10::ScalarType dtype);
 Kind KindOf(c10::ScalarType dtype);
 // "tensor<4x8xf32>", "tensor<f32>".
 std::string TensorType(const std::vector<int64_t>& shape, c10::ScalarType dtype);
@@ -34,7 +51,12 @@ std::string TensorType(const std::vector<int64_t>& shape, c10::ScalarType dtype)
 std::string ShapePrefix(const std::vector<int64_t>& shape);
 // An `arith.constant` literal of `value` converted to `dtype`, exact: floats as hex bit
 // patterns (so NaN/inf and every bit survive), ints as decimals, bools as 1/0 (`arith.constant true : i1` does not parse).
+// Half types: the f32 literal (ComputeType) of the value, not rounded to the half type (a
+// constant in a body is an operand of f32 math, as ATen's opmath scalars).
 std::string ConstantLiteral(const c10::Scalar& value, c10::ScalarType dtype);
+// The literal of `value` as an element of a `dtype` tensor (ElementType): as ConstantLiteral, but
+// half types are their 16 bits (f16 as hex, bfloat16 as an i16).
+std::string StoredLiteral(const c10::Scalar& value, c10::ScalarType dtype);
 
 // Fresh SSA names, unique in one module.
 class NameGen {
@@ -45,7 +67,7 @@ class NameGen {
   int64_t n_ = 0;
 };
 
-// One SSA scalar inside a region.
+// One SSA scalar inside a region, of type ComputeType(dtype).
 struct Scalar {
   std::string ssa;
   c10::ScalarType dtype;
@@ -55,12 +77,20 @@ enum class Cmp { kEq, kNe, kLt, kLe, kGt, kGe };
 
 // Appends scalar ops to `out` (one per line). Binary operations require equal dtypes; Cast
 // converts with torch's semantics (float -> int truncates toward zero; x -> bool is x != 0).
+// Half dtypes: see the file comment (f32 values, rounded by Store).
 class ScalarBuilder {
  public:
   ScalarBuilder(NameGen* names, std::string* out) : names_(names), out_(out) {}
 
   Scalar Constant(const c10::Scalar& value, c10::ScalarType dtype);
   Scalar Cast(const Scalar& v, c10::ScalarType to);
+  // A tensor element as read (`stored`, of ElementType(dtype)) -> its value (ComputeType).
+  Scalar Load(const std::string& stored, c10::ScalarType dtype);
+  // A value -> the SSA of the element to write (ElementType(v.dtype)); half types round to the
+  // nearest even (NaN: bfloat16 0x7FC0, as c10::BFloat16).
+  std::string Store(const Scalar& v);
+  // A half value rounded to its dtype, still a value (Load(Store(v))); other dtypes: v.
+  Scalar Round(const Scalar& v) { return IsHalf(v.dtype) ? Load(Store(v), v.dtype) : v; }
 
   Scalar Add(const Scalar& a, const Scalar& b);
   Scalar Sub(const Scalar& a, const Scalar& b);

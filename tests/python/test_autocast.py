@@ -3,7 +3,11 @@
 An autocast(bf16) training step of the MLP and of the gpt test model (forward, loss, backward,
 AdamW) on the device must match the same step under CPU autocast within bf16 tolerance, in each
 mode (autocast_step.py does the comparison in a fresh process per mode), with the outputs'
-dtypes equal to CPU autocast's. fp16 goes through torch.amp.GradScaler("neuron").
+dtypes equal to CPU autocast's. The bf16 ops compile (src/mlir_lowering/mlir_text.h: computed in
+f32, rounded when stored): no op is left unlowered, and in compile mode every op but the input
+copies runs compiled. fp16 goes through torch.amp.GradScaler("neuron"), also with a step whose
+gradients overflow; its two ops (_amp_foreach_non_finite_check_and_unscale_, _amp_update_scale_)
+run on the device op by op (ATen's CPU kernels on the device buffers).
 """
 import json
 import os
@@ -29,19 +33,45 @@ def _run_steps(mode, *specs):
     return rows
 
 
+AMP_OPS = {"aten::_amp_foreach_non_finite_check_and_unscale_", "aten::_amp_update_scale_"}
+
+
+def _check_compiled(row, mode, allowed_unlowered=()):
+    """The low-precision ops ran compiled: none unlowered, and compiled groups ran (compile mode:
+    every op but the 2 input copies per step)."""
+    assert row["half_ops"], "no op of the low dtype was recorded"
+    assert set(row["unlowered_ops"]) <= set(allowed_unlowered), row["unlowered_ops"]
+    assert row["compile_failures"] == {}, row["compile_failures"]
+    if mode == "compile":
+        unlowered = sum(row["unlowered_ops"].values())
+        assert row["ops_run_compiled"] >= row["ops_executed"] - unlowered - 2 * len(row["losses"]), row
+    elif mode == "adaptive":
+        assert row["ops_run_compiled"] > 0 and row["groups_run_compiled"] > 0, row
+
+
 @pytest.mark.parametrize("mode", MODES)
 def test_autocast_bf16_training_step_matches_cpu_autocast(mode):
     rows = _run_steps(mode, "mlp:bfloat16", "gpt:bfloat16")
     for row in rows:
-        print(f"\n[{row['model']} {mode}] losses {row['losses']} cpu {row['cpu_losses']} "
-              f"unlowered {row['unlowered_ops']}")
+        print(f"\n[{row['model']} {mode}] losses {row['losses']} cpu {row['cpu_losses']} ops {row['ops_executed']} "
+              f"compiled {row['ops_run_compiled']} unlowered {row['unlowered_ops']}")
         assert row["mode"] == mode
         assert row["out_dtype"] == row["cpu_out_dtype"] == "torch.bfloat16"
+        _check_compiled(row, mode)
 
 
-def test_autocast_fp16_grad_scaler_matches_cpu():
-    (row,) = _run_steps("eager", "mlp:float16")
-    assert row["out_dtype"] == row["cpu_out_dtype"] == "torch.float16"
+@pytest.mark.parametrize("mode", MODES)
+def test_autocast_fp16_grad_scaler_matches_cpu(mode):
+    rows = _run_steps(mode, "mlp:float16", "mlp:float16:overflow")
+    for row in rows:
+        print(f"\n[{row['model']} {mode}] losses {row['losses']} cpu {row['cpu_losses']} scales {row['scales']} "
+              f"ops {row['ops_executed']} compiled {row['ops_run_compiled']} unlowered {row['unlowered_ops']}")
+        assert row["out_dtype"] == row["cpu_out_dtype"] == "torch.float16"
+        assert row["scales"] == row["cpu_scales"]
+        assert AMP_OPS <= set(row["ops"]), "GradScaler's ops did not run on the device"
+        _check_compiled(row, mode, allowed_unlowered=AMP_OPS)
+    # The overflow run skipped its first step (scale 2^30 -> 2^16) and grew the scale after the second.
+    assert rows[1]["scales"] == [2.0**16, 2.0**17]
 
 
 def test_autocast_policy_dtypes_in_process():

@@ -147,7 +147,7 @@ absl::Status HardsigmoidBackward(GroupLowering& g, const runtime::OpRecord&) {
   return GradOf(g, "self", [](ScalarBuilder& b, const Scalar& dy, const Scalar& x) {
     const c10::ScalarType t = x.dtype;
     Scalar in = b.And(b.Cmp(Cmp::kGt, x, Const(b, -3, t)), b.Cmp(Cmp::kLt, x, Const(b, 3, t)));
-    const double one_sixth = t == c10::kFloat ? static_cast<double>(1.0f / 6.0f) : 1.0 / 6.0;
+    const double one_sixth = t == c10::kDouble ? 1.0 / 6.0 : static_cast<double>(1.0f / 6.0f);
     return b.Select(in, b.Mul(dy, Const(b, one_sixth, t)), Const(b, 0, t));
   });
 }

@@ -4,6 +4,9 @@
 //
 // Integer division and remainder are not lowered: ATen raises on a zero divisor, native code
 // would trap. They run op by op.
+#include <c10/util/BFloat16.h>
+#include <c10/util/Half.h>
+
 #include <cmath>
 #include <limits>
 
@@ -53,7 +56,9 @@ absl::Status Sub(GroupLowering& g, const runtime::OpRecord&) { return LowerAddSu
 absl::Status Rsub(GroupLowering& g, const runtime::OpRecord&) { return LowerAddSub(g, true, true); }
 
 absl::Status Mul(GroupLowering& g, const runtime::OpRecord&) {
-  return PointwiseResult(g, {"self", "other"}, kAuto, [](ScalarBuilder& b, const Args& a) { return b.Mul(a[0], a[1]); });
+  return PointwiseResult(
+      g, {"self", "other"}, kAuto, [](ScalarBuilder& b, const Args& a) { return b.Mul(a[0], a[1]); },
+      HalfScalars::kOpmath);
 }
 
 absl::Status Div(GroupLowering& g, const runtime::OpRecord&) {
@@ -66,16 +71,19 @@ absl::Status Div(GroupLowering& g, const runtime::OpRecord&) {
     TRN_ASSIGN_OR_RETURN(c10::IValue m, g.Arg("rounding_mode"));
     mode = m.toStringRef();
   }
-  return PointwiseResult(g, {"self", "other"}, kAuto, [&](ScalarBuilder& b, const Args& a) {
-    Scalar q = b.Div(a[0], a[1]);
-    if (mode == "trunc") {
-      return b.Math("math.trunc", q);
-    }
-    if (mode == "floor") {
-      return b.Math("math.floor", q);
-    }
-    return q;
-  });
+  return PointwiseResult(
+      g, {"self", "other"}, kAuto,
+      [&](ScalarBuilder& b, const Args& a) {
+        Scalar q = b.Div(a[0], a[1]);
+        if (mode == "trunc") {
+          return b.Math("math.trunc", q);
+        }
+        if (mode == "floor") {
+          return b.Math("math.floor", q);
+        }
+        return q;
+      },
+      mode.empty() ? HalfScalars::kOpmath : HalfScalars::kRound);
 }
 
 absl::Status FloatOnlyBinary(GroupLowering& g, const std::function<Scalar(ScalarBuilder&, const Args&)>& f) {
@@ -473,7 +481,10 @@ absl::Status NanToNum(GroupLowering& g, const runtime::OpRecord&) {
     return absl::UnimplementedError("nan_to_num of integers");
   }
   const c10::ScalarType t = dst.scalar_type();
-  const double big = t == c10::kFloat ? std::numeric_limits<float>::max() : std::numeric_limits<double>::max();
+  const double big = t == c10::kDouble  ? std::numeric_limits<double>::max()
+                     : t == c10::kHalf    ? static_cast<double>(std::numeric_limits<c10::Half>::max())
+                     : t == c10::kBFloat16 ? static_cast<double>(std::numeric_limits<c10::BFloat16>::max())
+                                           : std::numeric_limits<float>::max();
   auto value = [&](absl::string_view name, double fallback) -> double {
     absl::StatusOr<c10::IValue> v = g.Arg(name);
     return v.ok() && !v->isNone() ? v->toDouble() : fallback;

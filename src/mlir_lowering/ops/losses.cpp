@@ -25,9 +25,10 @@ Scalar Extract(ScalarBuilder& b, const std::string& tensor, const View& type, co
   for (const Scalar& s : idx) {
     ix.push_back(b.Raw(absl::StrCat("arith.index_cast ", s.ssa, " : i64 to index"), c10::kLong).ssa);
   }
-  return b.Raw(absl::StrCat("tensor.extract ", tensor, "[", absl::StrJoin(ix, ", "), "] : ",
-                            TensorType(type.sizes, type.dtype)),
-               type.dtype);
+  const Scalar stored = b.Raw(absl::StrCat("tensor.extract ", tensor, "[", absl::StrJoin(ix, ", "), "] : ",
+                                          TensorType(type.sizes, type.dtype)),
+                             type.dtype);
+  return b.Load(stored.ssa, type.dtype);
 }
 
 struct Nll {

@@ -108,7 +108,8 @@ absl::StatusOr<LayerNormArgs> ReadLayerNorm(GroupLowering& g, absl::string_view 
 absl::Status NativeLayerNorm(GroupLowering& g, const runtime::OpRecord&) {
   TRN_ASSIGN_OR_RETURN(LayerNormArgs l, ReadLayerNorm(g, "input"));
   TRN_ASSIGN_OR_RETURN(double eps, DoubleArg(g, "eps"));
-  const c10::ScalarType t = l.t;
+  // Half inputs: the statistics stay f32 for y (ATen's opmath) and are rounded when written.
+  const c10::ScalarType t = OpMath(l.t);
   View mean_d = DivBy(g, SumOf(g, l.x, l.norm_dims, true, kD), l.n, kD);
   View var_d = DivBy(g, CenteredSquares(g, l.x, mean_d, l.norm_dims), l.n, kD);
   View mean = Map(g, {mean_d}, mean_d.sizes, t, [](ScalarBuilder&, const Args& a) { return a[0]; });
@@ -121,7 +122,7 @@ absl::Status NativeLayerNorm(GroupLowering& g, const runtime::OpRecord&) {
   if (l.bias) ins.push_back(*l.bias);
   const bool has_w = l.weight.has_value(), has_b = l.bias.has_value();
   // y = (x * rstd + (-mean * rstd)) * gamma + beta
-  View y = Map(g, ins, l.x.sizes, t, [=](ScalarBuilder& b, const Args& a) {
+  View y = Map(g, ins, l.x.sizes, l.t, [=](ScalarBuilder& b, const Args& a) {
     Scalar shift = b.Mul(b.Neg(a[1]), a[2]);
     Scalar v = b.Add(b.Mul(a[0], a[2]), shift);
     size_t i = 3;

@@ -63,10 +63,18 @@ inline std::vector<int64_t> DestSizes(const GroupLowering& g, size_t ret = 0) {
   return g.Destination(ret).sizes().vec();
 }
 
+// How PointwiseResult passes a scalar (non-tensor) operand of a half compute dtype to the body.
+enum class HalfScalars {
+  kRound,   // rounded to the half dtype: ATen's TensorIterator casts a wrapped scalar to the
+            // common dtype (a + 0.3, alpha)
+  kOpmath,  // its f32 value: ATen's mul and div kernels read it as opmath (original_scalar_value)
+};
+
 // Return 0 = body(named args...), pointwise over the destination's shape. `body` receives the
 // elements already cast to `compute` (or to the destination's dtype when compute is Undefined).
 inline absl::Status PointwiseResult(GroupLowering& g, const std::vector<absl::string_view>& names,
-                                    c10::ScalarType compute, const BodyFn& body) {
+                                    c10::ScalarType compute, const BodyFn& body,
+                                    HalfScalars half_scalars = HalfScalars::kRound) {
   at::Tensor dst = g.Destination(0);
   if (!dst.defined()) {
     return absl::UnimplementedError("no destination");
@@ -85,8 +93,11 @@ inline absl::Status PointwiseResult(GroupLowering& g, const std::vector<absl::st
   View v = g.Pointwise(ins, dst.sizes().vec(), dst.scalar_type(),
                        [&](ScalarBuilder& b, const std::vector<Scalar>& a) {
                          std::vector<Scalar> cast;
-                         for (const Scalar& s : a) {
-                           cast.push_back(b.Cast(s, compute));
+                         for (size_t i = 0; i < a.size(); ++i) {
+                           cast.push_back(b.Cast(a[i], compute));
+                           if (IsHalf(compute) && !ins[i].view.has_value() && half_scalars == HalfScalars::kRound) {
+                             cast.back() = b.Round(cast.back());
+                           }
                          }
                          return body(b, cast);
                        });

@@ -22,13 +22,22 @@ namespace trn::mlir_lowering {
 
 inline bool IsFloatType(c10::ScalarType t) { return c10::isFloatingType(t); }
 
-// The accumulator dtype of a sum whose result is `t`.
+// The accumulator dtype of a sum whose result is `t`: f32 for the half types (as ATen's opmath;
+// the f32 rounding error is far below a half type's), f64 for f32 and f64.
 inline c10::ScalarType SumAccType(c10::ScalarType t) {
+  if (IsHalf(t)) {
+    return c10::kFloat;
+  }
   if (IsFloatType(t)) {
     return c10::kDouble;
   }
   return c10::kLong;
 }
+
+// The dtype ATen's kernels compute `t` in (opmath): f32 for the half types, else `t`. Lowerings
+// keep intermediate values that ATen keeps in registers (softmax's exponentials, layer norm's
+// statistics) in this dtype, so they are not rounded to the half type.
+inline c10::ScalarType OpMath(c10::ScalarType t) { return IsHalf(t) ? c10::kFloat : t; }
 
 // The dims an `int[]?` / `int?` / `int` argument names, wrapped, sorted and distinct. None or an
 // empty list means every dim. kUnimplemented for repeated or out-of-range dims (ATen raises).
@@ -188,6 +197,8 @@ inline c10::Scalar Lowest(c10::ScalarType t) {
   switch (t) {
     case c10::kFloat:
     case c10::kDouble:
+    case c10::kHalf:
+    case c10::kBFloat16:
       return -std::numeric_limits<double>::infinity();
     case c10::kBool:
       return false;
@@ -208,6 +219,8 @@ inline c10::Scalar Highest(c10::ScalarType t) {
   switch (t) {
     case c10::kFloat:
     case c10::kDouble:
+    case c10::kHalf:
+    case c10::kBFloat16:
       return std::numeric_limits<double>::infinity();
     case c10::kBool:
       return true;

@@ -242,7 +242,7 @@ absl::Status Softmax(GroupLowering& g, bool log) {
   TRN_ASSIGN_OR_RETURN(Reduced r, SoftmaxInput(g, &t));
   View mx = MaxIgnoringNan(g, r.self, r.dims, true);
   const std::vector<int64_t>& shape = r.self.sizes;
-  View e = Map(g, {r.self, mx}, shape, t,
+  View e = Map(g, {r.self, mx}, shape, OpMath(t),
                [](ScalarBuilder& b, const Args& a) { return b.Math("math.exp", b.Sub(a[0], a[1])); });
   View s = SumOf(g, e, r.dims, true, SumAccType(t));
   View out = log ? Map(g, {r.self, mx, s}, shape, t,
@@ -250,7 +250,7 @@ absl::Status Softmax(GroupLowering& g, bool log) {
                          return b.Sub(b.Sub(a[0], a[1]), b.Math("math.log", b.Cast(a[2], t)));
                        })
                  : Map(g, {e, s}, shape, t,
-                       [t](ScalarBuilder& b, const Args& a) { return b.Div(a[0], b.Cast(a[1], t)); });
+                       [t](ScalarBuilder& b, const Args& a) { return b.Div(a[0], b.Cast(a[1], OpMath(t))); });
   return g.WriteResult(0, out);
 }
 absl::Status SoftmaxOp(GroupLowering& g, const runtime::OpRecord&) { return Softmax(g, false); }
@@ -269,7 +269,7 @@ absl::Status Logsumexp(GroupLowering& g, const runtime::OpRecord&) {
     Scalar inf = b.Cmp(Cmp::kEq, b.Abs(a[0]), Const(b, std::numeric_limits<double>::infinity(), t));
     return b.Select(inf, Const(b, 0, t), a[0]);
   });
-  View e = Map(g, {r.self, mx}, r.self.sizes, t,
+  View e = Map(g, {r.self, mx}, r.self.sizes, OpMath(t),
                [](ScalarBuilder& b, const Args& a) { return b.Math("math.exp", b.Sub(a[0], a[1])); });
   View s = SumOf(g, e, r.dims, true, SumAccType(t));
   View out = Map(g, {s, mx}, s.sizes, t,
