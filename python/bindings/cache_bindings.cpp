@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "python/bindings/bindings.h"
 #include "python/bindings/edge.h"
+#include "python/bindings/source_capture.h"
 #include "runtime/cache/disk_cache.h"
 #include "runtime/cache/entry_format.h"
 #include "runtime/cache/remote_tier.h"
@@ -58,6 +59,13 @@ class PyRemoteStore : public runtime::cache::RemoteStore {
     return Call<std::string>("compare_set", [&](py::object& a) {
       return std::string(py::bytes(a.attr("compare_set")(key, py::bytes(expected), py::bytes(desired))));
     });
+  }
+  absl::Status DeleteKey(const std::string& key) override {
+    return Call<bool>("delete", [&](py::object& a) {
+             a.attr("delete")(key);
+             return true;
+           })
+        .status();
   }
 
  private:
@@ -149,6 +157,14 @@ py::dict CacheStatsDict(trace::DeviceState& state) {
   out["compiles"] = c.compiles;
   out["compile_seconds"] = c.compile_seconds;
   out["miss_explanations"] = c.miss_explanations;
+  // Bounded state (docs/memory.md): what the caps made the runtime forget so far.
+  py::dict bounded;
+  bounded["history_dropped"] = c.history_dropped;
+  bounded["explainer_forgotten"] = c.explainer_forgotten;
+  bounded["store_entries_deleted"] = c.store_entries_deleted;
+  bounded["code_objects_kept"] = CodeObjectsKept();
+  bounded["code_objects_released"] = CodeObjectsReleased();
+  out["bounded"] = bounded;
   return out;
 }
 
@@ -186,6 +202,8 @@ void RegisterCacheBindings(py::module& m) {
   runtime::cache::SetRemoteStoreProvider(&ProvideStore);
   m.def("cache_stats", [] { return CacheStatsDict(StateOrRaise()); },
         "Counters of the compiled-code caches (memory, disk, distributed) of this process.");
+  m.def("_set_code_object_limit", &SetCodeObjectLimit, py::arg("limit"),
+        "Tests: how many Python code objects source capture may keep referenced (default 16384).");
   m.def("reset_cache_stats", [] { StateOrRaise().stream.cache_stats().Reset(); });
   m.def("cache_info", [] {
     trace::DeviceState& s = StateOrRaise();

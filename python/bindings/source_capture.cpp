@@ -17,6 +17,16 @@ absl::flat_hash_map<PyCodeObject*, bool>* g_is_library = new absl::flat_hash_map
 // Keyed by (code, last instruction offset): cheaper than computing the line number each time.
 absl::flat_hash_map<std::pair<PyCodeObject*, int>, runtime::SourceId>* g_ids =
     new absl::flat_hash_map<std::pair<PyCodeObject*, int>, runtime::SourceId>();
+size_t g_code_limit = 16384;
+int64_t g_code_released = 0;
+
+// Drops every code reference and both memos (g_ids is keyed by the same code pointers).
+void ReleaseCodeObjects() {
+  for (auto& [code, library] : *g_is_library) Py_DECREF(code);
+  g_code_released += static_cast<int64_t>(g_is_library->size());
+  g_is_library->clear();
+  g_ids->clear();
+}
 
 std::string AttrString(PyObject* obj, const char* name) {
   PyObject* v = PyObject_GetAttrString(obj, name);
@@ -41,6 +51,7 @@ bool IsLibrary(PyCodeObject* code) {
   for (const std::string& p : *g_prefixes) {
     library = library || file.compare(0, p.size(), p) == 0;
   }
+  if (g_is_library->size() >= g_code_limit) ReleaseCodeObjects();
   Py_INCREF(code);
   g_is_library->emplace(code, library);
   return library;
@@ -64,6 +75,13 @@ runtime::SourceId Intern(PyFrameObject* frame, PyCodeObject* code) {
 }  // namespace
 
 void SetLibraryPrefixes(std::vector<std::string> prefixes) { *g_prefixes = std::move(prefixes); }
+
+void SetCodeObjectLimit(size_t limit) {
+  g_code_limit = limit < 1 ? 1 : limit;
+  if (g_is_library->size() > g_code_limit) ReleaseCodeObjects();
+}
+size_t CodeObjectsKept() { return g_is_library->size(); }
+int64_t CodeObjectsReleased() { return g_code_released; }
 
 runtime::SourceId CaptureSource() {
   if (!Py_IsInitialized() || PyGILState_GetThisThreadState() == nullptr) {

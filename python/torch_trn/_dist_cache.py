@@ -15,6 +15,8 @@ PREFIX = "torch_trn/cache"
 # the key is absent OR holds b''"; with the tag no present key holds b"", which leaves exactly the
 # "only if absent" meaning the cache protocol relies on.
 _TAG = b"\x01"
+# Never a stored value (every stored value starts with _TAG): get()'s probe.
+_ABSENT = b"\x00absent"
 
 
 def store_for_cache():
@@ -41,11 +43,19 @@ class CacheStore:
         self.store, self.rank, self.world_size = store, rank, world_size
 
     def get(self, key):
-        """The value of `key`, or None when it is absent (never waits). Keys are never deleted by
-        the cache, so a key seen by check() is still there for get()."""
-        if not self.store.check([key]):
+        """The value of `key`, or None when it is absent (never waits). One atomic compare_set
+        whose expected value no stored value can hold: an absent key answers that value and stays
+        absent, a present one answers its value unchanged. (check() then get() would wait for the
+        store's timeout when another rank deletes the key in between: ranks delete the keys of
+        their oldest builds, remote_tier.h.)"""
+        got = bytes(self.store.compare_set(key, _ABSENT, _ABSENT + b"-"))
+        if got == _ABSENT:
             return None
-        return bytes(self.store.get(key))[len(_TAG):]
+        return got[len(_TAG):]
+
+    def delete(self, key):
+        """Removes `key` (absent: nothing happens)."""
+        self.store.delete_key(key)
 
     def set(self, key, value):
         self.store.set(key, _TAG + bytes(value))

@@ -14,6 +14,13 @@
 
 namespace trn::scheduler {
 
+namespace {
+absl::Status LeaseCancelled(const CompileRequest& request) {
+  return absl::CancelledError(absl::StrCat("the compile pool shut down while group ", request.key_hex,
+                                           " waited for another rank's build of it (that rank holds its lease)"));
+}
+}  // namespace
+
 CompilePool::CompilePool(CompilePoolOptions options, GroupCompiler* compiler)
     : options_(options), compiler_(compiler) {}
 
@@ -46,12 +53,13 @@ void CompilePool::Shutdown() {
     // Dropped first builds fail their slots: those groups run op by op (only at exit), and a
     // compile-mode flush awaiting one returns instead of waiting forever. A dropped tier-up
     // leaves its slot's fast build in place.
-    for (std::deque<Job>* queue : {&first_, &parked_}) {
-      for (Job& job : *queue) {
-        job.slot->Fail(absl::CancelledError("the compile pool shut down before building this group"));
-      }
-      queue->clear();
+    for (Job& job : first_) {
+      job.slot->Fail(absl::CancelledError(
+          absl::StrCat("the compile pool shut down before building group ", job.request.key_hex)));
     }
+    first_.clear();
+    for (Job& job : parked_) job.slot->Fail(LeaseCancelled(job.request));
+    parked_.clear();
     tier_up_.clear();
     threads.swap(threads_);
   }
@@ -123,8 +131,17 @@ void CompilePool::Run(Job job) {
       compiler_->CountLeaseWait();
     }
     job.not_before_s = MonotonicS() + static_cast<double>(options_.poll_ms) / 1000;
-    absl::MutexLock lock(&mu_);
-    if (!stop_) parked_.push_back(std::move(job));
+    {
+      absl::MutexLock lock(&mu_);
+      if (!stop_) {
+        parked_.push_back(std::move(job));
+        return;
+      }
+    }
+    // Shutdown ran while this build asked about the lease: it emptied the parked queue before
+    // this job could join it. Fail the slot as Shutdown fails the parked ones, or a compile-mode
+    // flush awaiting it would wait forever (a failed tier-up keeps its fast build).
+    job.slot->Fail(LeaseCancelled(job.request));
     return;
   }
   if (built.code.ok()) {

@@ -60,8 +60,9 @@ class CompilePool {
   bool Submit(CompileRequest request, std::shared_ptr<runtime::CodeSlot> slot);
   // Blocks until no compile is queued or running (tier-ups included).
   void WaitIdle();
-  // Drops every queued compile (failing its slot, so that nobody awaits it forever), waits for
-  // the running ones, stops the threads. Idempotent; no Submit succeeds afterwards. Called at exit, before LLVM's static destructors run.
+  // Drops every queued compile (failing its slot, so that nobody awaits it forever: parked jobs
+  // and a running one that finds its lease held elsewhere fail with a CancelledError naming the
+  // lease), waits for the running ones, stops the threads. Idempotent; no Submit succeeds afterwards. Called at exit, before LLVM's static destructors run.
   void Shutdown();
 
  private:

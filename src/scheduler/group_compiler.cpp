@@ -286,12 +286,21 @@ void GroupCompiler::RefreshRemote() {
 
 std::vector<std::string> GroupCompiler::CompiledKeys() const {
   absl::MutexLock lock(&mu_);
-  return compiled_keys_;
+  return {compiled_keys_.begin(), compiled_keys_.end()};
 }
 
 std::vector<double> GroupCompiler::CompileMillis() const {
   absl::MutexLock lock(&mu_);
-  return compile_ms_;
+  return {compile_ms_.begin(), compile_ms_.end()};
+}
+
+template <typename T>
+void GroupCompiler::AppendHistory(std::deque<T>* history, T value) {
+  history->push_back(std::move(value));
+  if (history->size() > options_.history_limit) {
+    history->pop_front();
+    cache_stats_->Update([](runtime::cache::CacheCounters& c) { ++c.history_dropped; });
+  }
 }
 
 absl::StatusOr<std::string> GroupCompiler::EmitIr(const CompileRequest& request) {
@@ -310,7 +319,7 @@ absl::StatusOr<GroupCompiler::Built> GroupCompiler::Compile(const CompileRequest
   const int cg = levels.codegen;
   if (tier == 0) {
     absl::MutexLock lock(&mu_);
-    compiled_keys_.push_back(request.key_hex);
+    AppendHistory(&compiled_keys_, request.key_hex);
   }
   const double profile_begin = runtime::profiler::NowUs();
   const auto start = std::chrono::steady_clock::now();
@@ -394,13 +403,17 @@ absl::StatusOr<GroupCompiler::Built> GroupCompiler::Compile(const CompileRequest
   if (result.ok()) {
     stats_->CountCompile(ms, tier);
     absl::MutexLock lock(&mu_);
-    compile_ms_.push_back(ms);
+    AppendHistory(&compile_ms_, ms);
   } else {
     const std::string reason(result.status().message().substr(0, 200));
     stats_->CountCompileFailure(reason);
     bool first = false;
     {
       absl::MutexLock lock(&mu_);
+      if (logged_failures_.size() >= options_.history_limit && !logged_failures_.contains(reason)) {
+        logged_failures_.clear();  // a reason seen again may be logged again: bounded memory
+        cache_stats_->Update([](runtime::cache::CacheCounters& c) { ++c.history_dropped; });
+      }
       first = logged_failures_.insert(reason).second;
     }
     if (first) {

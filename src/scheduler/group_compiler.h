@@ -8,6 +8,7 @@
 // Thread-safety: every method may be called from any thread.
 #pragma once
 
+#include <deque>
 #include <map>
 #include <memory>
 #include <optional>
@@ -42,6 +43,10 @@ struct CompilerOptions {
   bool distributed = false;               // use the distributed tier when a store is available
   runtime::cache::RemoteOptions remote;
   std::string target = "host";  // NEURON_TARGET: host | trn2 | trn3
+  // Bounds of the compile history kept for tools and tests (CompiledKeys, CompileMillis) and
+  // of the failure reasons logged once: beyond them the oldest go (counted in the cache stats'
+  // history_dropped), so a long run's memory stays flat.
+  size_t history_limit = 4096;
 };
 
 // Everything a compile needs, detached from the group's tensors (a queued compile must not keep
@@ -101,10 +106,12 @@ class GroupCompiler {
   int opt_level() const { return options_.opt_level; }
   // Stops the distributed tier's heartbeat (at exit, with the compile pool).
   void Shutdown();
-  // Hex keys of every group compiled here so far (first builds only), in the order their builds
-  // started (with several compile threads that is not always stream order).
+  // Hex keys of the groups compiled here (first builds only; the most recent
+  // `history_limit`), in the order their builds started (with several compile threads that is
+  // not always stream order).
   std::vector<std::string> CompiledKeys() const;
-  // Wall milliseconds of each successful compile (lower to object + load), in compile order.
+  // Wall milliseconds of each successful compile (lower to object + load), in compile order
+  // (the most recent `history_limit`).
   std::vector<double> CompileMillis() const;
   // NEURON_TARGET=trn*: groups built as host code because the trn pipeline refused them, by
   // reason (the op it named).
@@ -137,9 +144,13 @@ class GroupCompiler {
   std::unique_ptr<runtime::cache::DiskCache> disk_;
   std::unique_ptr<runtime::cache::RemoteTier> remote_;
   mutable absl::Mutex mu_;
-  std::vector<std::string> compiled_keys_ ABSL_GUARDED_BY(mu_);
-  std::vector<double> compile_ms_ ABSL_GUARDED_BY(mu_);
-  absl::flat_hash_set<std::string> logged_failures_ ABSL_GUARDED_BY(mu_);  // each reason logged once
+  // Appends to a history, dropping the oldest beyond history_limit (counted).
+  template <typename T>
+  void AppendHistory(std::deque<T>* history, T value) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  std::deque<std::string> compiled_keys_ ABSL_GUARDED_BY(mu_);
+  std::deque<double> compile_ms_ ABSL_GUARDED_BY(mu_);
+  // Each reason logged once (at most history_limit reasons remembered: then it starts over).
+  absl::flat_hash_set<std::string> logged_failures_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, int64_t> trn_fallbacks_ ABSL_GUARDED_BY(mu_);
 };
 

@@ -86,7 +86,18 @@ std::vector<std::string> MissExplainer::Diff(const std::vector<OpDesc>& before, 
   return changes;
 }
 
-std::optional<std::string> MissExplainer::OnMiss(const std::string& key_hex, const std::vector<runtime::OpRecord>& ops) {
+size_t MissExplainer::signatures() const {
+  absl::MutexLock lock(&mu_);
+  return seen_.size();
+}
+
+size_t MissExplainer::explained() const {
+  absl::MutexLock lock(&mu_);
+  return explained_.size();
+}
+
+std::optional<std::string> MissExplainer::OnMiss(const std::string& key_hex, const std::vector<runtime::OpRecord>& ops,
+                                                 int64_t* forgotten) {
   std::string signature;
   bool any_line = false;
   for (const runtime::OpRecord& op : ops) {
@@ -100,7 +111,10 @@ std::optional<std::string> MissExplainer::OnMiss(const std::string& key_hex, con
   absl::MutexLock lock(&mu_);
   auto it = seen_.find(signature);
   if (it == seen_.end()) {
-    if (seen_.size() >= kMaxSignatures) seen_.clear();
+    if (seen_.size() >= max_signatures_) {
+      if (forgotten != nullptr) *forgotten += static_cast<int64_t>(seen_.size());
+      seen_.clear();
+    }
     seen_.emplace(signature, Seen{key_hex, std::move(now)});
     return std::nullopt;
   }
@@ -114,7 +128,13 @@ std::optional<std::string> MissExplainer::OnMiss(const std::string& key_hex, con
                 (changes.size() > 3 ? absl::StrCat(" (and ", changes.size() - 3, " more)") : "");
   const std::string previous = it->second.key_hex;
   it->second = Seen{key_hex, std::move(now)};
-  if (!explained_.insert(absl::StrCat(signature, "|", what)).second) return std::nullopt;
+  std::string explanation_key = absl::StrCat(signature, "|", what);
+  if (explained_.contains(explanation_key)) return std::nullopt;
+  if (explained_.size() >= max_explained_) {
+    if (forgotten != nullptr) *forgotten += static_cast<int64_t>(explained_.size());
+    explained_.clear();
+  }
+  explained_.insert(std::move(explanation_key));
   return absl::StrCat("group ", key_hex, " (", ops.size(), " ops, first at ",
                       runtime::GlobalSourceTable().Format(ops.front().source), ") recompiles (was ", previous,
                       "): ", what);

@@ -4,7 +4,9 @@
 //   "group 3f2a... (12 ops at model.py:41) recompiles: aten::add.Tensor at model.py:41: input 1
 //    sizes [8, 128] -> [8, 129]"
 // Each explanation is produced once (per line sequence and change). Costs nothing on hits: it
-// runs only for new keys.
+// runs only for new keys. Bounded: at most `max_signatures` line sequences and `max_explained`
+// explanations are remembered; beyond that it starts over (counted: a long run with ever new
+// lines or shapes keeps flat memory, and may explain a change twice).
 //
 // Thread-safety: OnMiss may be called from any thread.
 #pragma once
@@ -25,8 +27,15 @@ namespace trn::scheduler {
 
 class MissExplainer {
  public:
+  explicit MissExplainer(size_t max_signatures = 4096, size_t max_explained = 4096)
+      : max_signatures_(max_signatures), max_explained_(max_explained) {}
   // `ops`: the group's records; `key_hex`: its (new) key. Returns the explanation, if any.
-  std::optional<std::string> OnMiss(const std::string& key_hex, const std::vector<runtime::OpRecord>& ops);
+  // Adds to `*forgotten` (if given) the remembered entries this call dropped to stay bounded.
+  std::optional<std::string> OnMiss(const std::string& key_hex, const std::vector<runtime::OpRecord>& ops,
+                                    int64_t* forgotten = nullptr);
+  // Remembered line sequences and explanations.
+  size_t signatures() const;
+  size_t explained() const;
 
   // One op's comparable properties ("input 1 sizes" -> "[8, 128]"), in argument order.
   struct OpDesc {
@@ -43,8 +52,8 @@ class MissExplainer {
     std::string key_hex;
     std::vector<OpDesc> ops;
   };
-  static constexpr size_t kMaxSignatures = 4096;
-  absl::Mutex mu_;
+  const size_t max_signatures_, max_explained_;
+  mutable absl::Mutex mu_;
   absl::flat_hash_map<std::string, Seen> seen_ ABSL_GUARDED_BY(mu_);  // by line signature
   absl::flat_hash_set<std::string> explained_ ABSL_GUARDED_BY(mu_);
 };

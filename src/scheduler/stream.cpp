@@ -188,11 +188,15 @@ void Stream::ShutdownCompiles() {
 }
 
 void Stream::ExplainMiss(const std::string& key_hex, const std::vector<runtime::OpRecord>& ops) {
-  std::optional<std::string> why = explainer_.OnMiss(key_hex, ops);
+  int64_t forgotten = 0;
+  std::optional<std::string> why = explainer_.OnMiss(key_hex, ops, &forgotten);
+  if (forgotten > 0) {
+    cache_stats_.Update([&](runtime::cache::CacheCounters& c) { c.explainer_forgotten += forgotten; });
+  }
   if (!why.has_value()) return;
   runtime::Log(runtime::LogLevel::kInfo, *why);
   cache_stats_.Update([&](runtime::cache::CacheCounters& c) {
-    if (c.miss_explanations.size() < 100) c.miss_explanations.push_back(*why);
+    if (c.miss_explanations.size() < runtime::cache::kMaxMissExplanations) c.miss_explanations.push_back(*why);
   });
 }
 

@@ -44,6 +44,11 @@ class FakeStore : public runtime::cache::RemoteStore {
     }
     return current;
   }
+  absl::Status DeleteKey(const std::string& key) override {
+    absl::MutexLock lock(mu_.get());
+    kv_->erase(key);
+    return absl::OkStatus();
+  }
 
  private:
   int rank_;

@@ -17,7 +17,11 @@
 #include "runtime/cache/entry_format.h"
 #include "runtime/cache/remote_tier.h"
 #include "runtime/code_cache.h"
+#include "runtime/op_record.h"
+#include "runtime/source_table.h"
 #include "scheduler/miss_explainer.h"
+#include <ATen/ATen.h>
+#include <ATen/core/dispatch/Dispatcher.h>
 #include "fake_store.h"
 
 #include <catch2/catch.hpp>
@@ -371,4 +375,73 @@ TEST_CASE("the store is asked at every flush only for a while after a process gr
   const int64_t later = created + cache::kAskEveryFlushAfterGroupNs + 10 * ms;
   CHECK_FALSE(cache::RemoteRefreshDue(later, later - 1, created));
   CHECK(cache::RemoteRefreshDue(later + cache::kRemoteRefreshNs, later, created));
+}
+
+TEST_CASE("distributed tier: a rank keeps at most max_published builds in the store", "[cache][remote][bounded]") {
+  auto kv = std::make_shared<std::map<std::string, std::string>>();
+  auto mu = std::make_shared<absl::Mutex>();
+  cache::CacheStats s0;
+  auto store0 = std::make_shared<trn::testing::FakeStore>(0, kv, mu);
+  cache::RemoteOptions options{5, 10, "", trn::testing::kTestSecret};
+  options.max_published = 3;
+  cache::RemoteTier r0(options, [store0] { return store0; }, &s0);
+  using State = cache::RemoteTier::State;
+  for (int i = 0; i < 10; ++i) {
+    const std::string name = "g" + std::to_string(i);
+    REQUIRE(r0.FetchOrClaim(name).state == State::kClaimed);
+    if (i % 2 == 0) {
+      r0.Publish(name, "entry-bytes", "");
+    } else {
+      r0.PublishFailure(name, "does not compile");
+    }
+  }
+  {
+    absl::MutexLock lock(mu.get());
+    for (const auto& [key, value] : *kv) {
+      const bool recent = key.rfind("g7/", 0) == 0 || key.rfind("g8/", 0) == 0 || key.rfind("g9/", 0) == 0;
+      CHECK(recent);  // the 7 oldest builds' lease, bytes and done are gone
+    }
+    CHECK(kv->count("g8/bytes") == 1);
+    CHECK(kv->count("g9/done") == 1);
+  }
+  CHECK(s0.Snapshot().store_entries_deleted == 7);
+  // A deleted build is absent for every rank: the next one to want it claims it.
+  CHECK(r0.FetchOrClaim("g0").state == State::kClaimed);
+  CHECK(r0.FetchOrClaim("g8").state == State::kPublished);
+}
+
+namespace {
+trn::runtime::OpRecord AddAt(const at::Tensor& a, const at::Tensor& b, int line) {
+  trn::runtime::OpRecord r(c10::Dispatcher::singleton().findSchemaOrThrow("aten::add", "Tensor"),
+                           {a, b, c10::IValue(at::Scalar(1))});
+  r.source = trn::runtime::GlobalSourceTable().Intern({"bounded_model.py", line, "forward"});
+  return r;
+}
+}  // namespace
+
+TEST_CASE("miss explainer: bounded signatures and explanations, forgetting counted", "[cache][explain][bounded]") {
+  trn::scheduler::MissExplainer explainer(/*max_signatures=*/4, /*max_explained=*/3);
+  int64_t forgotten = 0;
+  // Ten different line sequences: at most 4 remembered.
+  for (int line = 1; line <= 10; ++line) {
+    CHECK_FALSE(explainer.OnMiss("k" + std::to_string(line), {AddAt(at::ones({2}), at::ones({2}), line)}, &forgotten)
+                    .has_value());
+    CHECK(explainer.signatures() <= 4);
+  }
+  CHECK(forgotten == 8);  // cleared twice, 4 each
+  // One line sequence whose shape changes every time (generate()'s growing sequence): each
+  // change is explained, and at most 3 explanations are remembered.
+  forgotten = 0;
+  int explained = 0;
+  for (int n = 1; n <= 10; ++n) {
+    std::optional<std::string> why =
+        explainer.OnMiss("s" + std::to_string(n), {AddAt(at::ones({n}), at::ones({n}), 100)}, &forgotten);
+    if (why.has_value()) {
+      ++explained;
+      CHECK(why->find("sizes [" + std::to_string(n - 1) + "] -> [" + std::to_string(n) + "]") != std::string::npos);
+    }
+    CHECK(explainer.explained() <= 3);
+  }
+  CHECK(explained == 9);
+  CHECK(forgotten == 6);  // the 3 remembered explanations, dropped twice
 }

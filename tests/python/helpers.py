@@ -5,6 +5,9 @@ import sys
 import textwrap
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+# Where the torch_trn package is imported from: the sources (with the default build's _C), or a
+# sanitizer build's package (./dev test --sanitize=..., tests/sanitizers/run_pytest.sh).
+PACKAGE_PARENT = os.environ.get("TRN_TEST_PACKAGE_PARENT", os.path.join(ROOT, "python"))
 
 
 def line_of(path, marker):
@@ -20,7 +23,7 @@ def run_python(code, env=None, drop=()):
     """Runs `code` in a fresh python3 with torch_trn importable; returns the CompletedProcess."""
     full_env = {k: v for k, v in os.environ.items() if k not in drop}
     full_env.update(env or {})
-    full_env["PYTHONPATH"] = os.path.join(ROOT, "python")
+    full_env["PYTHONPATH"] = PACKAGE_PARENT
     return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], env=full_env,
                           capture_output=True, text=True, timeout=300)
 

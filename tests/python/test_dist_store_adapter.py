@@ -3,7 +3,7 @@
 Runs against torch's real stores (TCPStore, HashStore, and the PrefixStore over a TCPStore that
 store_for_cache() builds). What is proven:
   - get of an absent key returns None at once (torch's own get would wait for the store timeout);
-  - set/get round-trip any bytes, the empty value included;
+  - set/get round-trip any bytes, the empty value included; get of a deleted key is None at once;
   - compare_set: b"" expected sets only when the key is absent (also when a present key holds b"",
     which torch's raw compare_set would overwrite), a mismatch changes nothing and returns the
     current value, a match swaps; an absent key with a non-empty expected stays absent (b"");
@@ -65,6 +65,19 @@ def test_set_get_round_trip(store):
     assert store.get("empty") == b""
     store.set("a", b"second")
     assert store.get("a") == b"second"
+
+
+def test_delete_then_get_is_none_without_waiting(store):
+    # ranks delete the keys of their oldest builds (remote_tier.h): a get after a delete must
+    # answer None at once (a check-then-get would wait for the store timeout)
+    store.set("old/done", b"ok:")
+    store.delete("old/done")
+    store.delete("old/done")  # absent: nothing happens
+    t0 = time.perf_counter()
+    assert store.get("old/done") is None
+    assert time.perf_counter() - t0 < 1.0, "get of a deleted key waited (store timeout is 5 s)"
+    # the probe left nothing behind: the key is still absent for a claim
+    assert store.compare_set("old/done", b"", b"again") == b"again"
 
 
 def test_compare_set_semantics(store):

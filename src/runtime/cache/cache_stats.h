@@ -31,8 +31,14 @@ struct CacheCounters {
   // builds this process compiled (every tier of every group), and their wall time
   int64_t compiles = 0;
   double compile_seconds = 0;
-  std::vector<std::string> miss_explanations;
+  std::vector<std::string> miss_explanations;  // the first kMaxMissExplanations
+  // bounded state that forgot its oldest entries (docs/memory.md, "Bounded state"): compile
+  // history and logged failure reasons, miss-explainer signatures and explanations, this rank's
+  // builds deleted from the distributed store
+  int64_t history_dropped = 0, explainer_forgotten = 0, store_entries_deleted = 0;
 };
+
+inline constexpr size_t kMaxMissExplanations = 100;
 
 class CacheStats {
  public:

@@ -217,14 +217,35 @@ void RemoteTier::Publish(const std::string& name, const std::string& bytes, cons
     } else {
       stats_->Update([](CacheCounters& c) { ++c.remote_errors; });
     }
+    Retire(s.get(), name);
   }
   Release(name);
+}
+
+void RemoteTier::Retire(RemoteStore* s, const std::string& name) {
+  std::vector<std::string> expired;
+  {
+    absl::MutexLock lock(&mu_);
+    published_.push_back(name);
+    while (published_.size() > options_.max_published) {
+      expired.push_back(std::move(published_.front()));
+      published_.pop_front();
+    }
+  }
+  for (const std::string& old : expired) {
+    // `done` first: a rank that no longer sees it does not look for the bytes.
+    absl::Status st = s->DeleteKey(old + "/done");
+    if (st.ok()) st = s->DeleteKey(old + "/bytes");
+    if (st.ok()) st = s->DeleteKey(old + "/lease");
+    stats_->Update([ok = st.ok()](CacheCounters& c) { ++(ok ? c.store_entries_deleted : c.remote_errors); });
+  }
 }
 
 void RemoteTier::PublishFailure(const std::string& name, const std::string& reason) {
   std::shared_ptr<RemoteStore> s = store();
   if (s != nullptr && s->Set(name + "/done", Sign(Secret(), name + "/done", absl::StrCat("failed:", reason))).ok()) {
     stats_->Update([](CacheCounters& c) { ++c.failures_published; });
+    Retire(s.get(), name);
   }
   Release(name);
 }

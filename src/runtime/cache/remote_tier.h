@@ -1,6 +1,6 @@
 // The distributed tier of the compiled-code cache (DESIGN.md §3.9): ranks of one
 // torch.distributed job share builds through the process group's own key-value store (the
-// c10d TCPStore under torchrun). No home-made protocol: only get / set / compare_set.
+// c10d TCPStore under torchrun). No home-made protocol: only get / set / compare_set / delete.
 //
 // Per build ("<entry hash>.<levels>", the disk tier's name, so it is the same on every rank):
 //   <name>/lease  "<rank>:<pid>:<expiry ms since the epoch>"  who is building it, until when
@@ -14,12 +14,14 @@
 // it over with compare_set(old, mine) and builds (the holder died). A failed build is published
 // too, so peers do not retry it. When `done` carries the fetching rank's own disk-directory
 // token, the ranks share the cache directory and the entry is read from disk instead.
+// Bounded: each rank deletes the keys of its oldest published build beyond `max_published`.
 //
 // Thread-safety: every method may be called from any thread. Store calls may block (they go
 // through Python and the network); none is made while holding this class's mutex.
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -46,6 +48,8 @@ class RemoteStore {
   // Atomic: sets `desired` if the value is `expected` ("" = absent); returns the value after.
   virtual absl::StatusOr<std::string> CompareSet(const std::string& key, const std::string& expected,
                                                  const std::string& desired) = 0;
+  // Removes `key` (absent: nothing happens).
+  virtual absl::Status DeleteKey(const std::string& key) = 0;
 };
 
 // Returns the store when torch.distributed is initialised with more than one rank, else null.
@@ -76,6 +80,11 @@ struct RemoteOptions {
   std::string secret;
   std::string secret_file;
   int64_t owner_uid = -1;  // -1: the effective uid (ExpectedUid, disk_cache.h)
+  // The store holds the keys of at most this many builds published by this rank (successes
+  // and failures): publishing one more deletes the oldest's keys (counted in
+  // store_entries_deleted), so the store's memory stays bounded in a long job. A rank that
+  // wants a deleted build later claims and builds it (or finds it on disk).
+  size_t max_published = 1024;
 };
 
 class RemoteTier {
@@ -117,6 +126,8 @@ class RemoteTier {
   void Heartbeat();
   std::string LeaseValue(int rank) const;
   void Release(const std::string& name);
+  // Remembers `name` as published by this rank; deletes the oldest's keys beyond the bound.
+  void Retire(RemoteStore* s, const std::string& name);
 
   const RemoteOptions options_;
   const RemoteStoreProvider provider_;
@@ -128,6 +139,7 @@ class RemoteTier {
   bool secret_refused_ ABSL_GUARDED_BY(mu_) = false;  // warned once: nothing is shared
   absl::flat_hash_map<std::string, std::string> held_ ABSL_GUARDED_BY(mu_);  // name -> lease value
   bool stop_ ABSL_GUARDED_BY(mu_) = false;
+  std::deque<std::string> published_ ABSL_GUARDED_BY(mu_);  // names this rank published, oldest first
   std::thread heartbeat_;  // started with the first claim
 };
 
