@@ -18,11 +18,13 @@ int64_t NowNs() {
       .count();
 }
 
-// Straggler back-off bounds (kernel_pool.h), and the wait for helpers' chunks that never counts
-// as a straggler (a chunk a helper took just before the executor ran out of chunks).
+// Straggler back-off bounds (kernel_pool.h), and the loss of a split that counts as a stall (a
+// helper preempted inside its chunk for part of a scheduler time slice).
 constexpr int64_t kMinBackoffNs = 1'000'000;
 constexpr int64_t kMaxBackoffNs = 256'000'000;
-constexpr int64_t kStragglerSlackNs = 20'000;
+constexpr int64_t kStallNs = 500'000;
+// The most the gains of past splits can stand for: ~3 stalls of a scheduler time slice.
+constexpr int64_t kMaxBalanceNs = 10'000'000;
 
 }  // namespace
 
@@ -47,15 +49,15 @@ KernelPool::~KernelPool() {
   for (std::thread& t : threads_) t.join();
 }
 
-int64_t KernelPool::RunChunks() {
-  int64_t ran_ns = 0;
+KernelPool::Ran KernelPool::RunChunks() {
+  Ran ran;
   const uint64_t generation = generation_.load(std::memory_order_acquire);
   const int n = n_.load(std::memory_order_acquire);
   while (true) {
     uint64_t v = next_.load(std::memory_order_acquire);
     int index = 0;
     do {
-      if ((v >> 32) != (generation & 0xffffffffu) || static_cast<int>(v & 0xffffffffu) >= n) return ran_ns;
+      if ((v >> 32) != (generation & 0xffffffffu) || static_cast<int>(v & 0xffffffffu) >= n) return ran;
       index = static_cast<int>(v & 0xffffffffu);
     } while (!next_.compare_exchange_weak(v, v + 1, std::memory_order_acq_rel, std::memory_order_acquire));
     const int64_t begin = NowNs();
@@ -65,7 +67,8 @@ int64_t KernelPool::RunChunks() {
       absl::MutexLock lock(&error_mu_);
       if (!error_) error_ = std::current_exception();
     }
-    ran_ns += NowNs() - begin;
+    ran.ns += NowNs() - begin;
+    ++ran.chunks;
     done_.fetch_add(1, std::memory_order_acq_rel);
   }
 }
@@ -121,7 +124,7 @@ void KernelPool::ParallelFor(int n, const std::function<void(int)>& fn) {
   if (sleepers_.load() > 0) {
     absl::MutexLock lock(&mu_);  // the unlock wakes the sleeping helpers (their condition holds)
   }
-  const int64_t own_ns = RunChunks();
+  const Ran own = RunChunks();
   // Chunks a helper claimed and still runs: wait for them (they are running, not queued).
   for (int spins = 0; done_.load(std::memory_order_acquire) < n; ++spins) {
     if (spins < 4000) {
@@ -131,11 +134,21 @@ void KernelPool::ParallelFor(int n, const std::function<void(int)>& fn) {
     }
   }
   const int64_t end = NowNs();
-  // Time not spent on chunks of its own: waking helpers and waiting for their chunks.
-  if (end - start - own_ns > std::max(own_ns, kStragglerSlackNs)) {  // a straggler: back off
+  // What the split gained: the kernel alone would have taken about n of the executor's own
+  // chunks (they are of equal size); a straggler makes that negative. The balance of recent
+  // gains decides: a few stalls among many splits that pay keep the splits going.
+  const int64_t alone_estimate = own.chunks > 0 ? own.ns / own.chunks * n : 0;
+  // Only a stall (a helper that lost its core inside a chunk) counts against the splits: a
+  // smaller loss, such as waking a sleeping helper (~100 us here), is what any split risks
+  // and is paid back by the next ones.
+  const int64_t gain = alone_estimate - (end - start);
+  const bool stalled = gain < -kStallNs;
+  if (stalled && stats_ != nullptr) stats_->CountKernelStraggler();
+  balance_ns_ = std::min(balance_ns_ + (stalled ? gain : std::max<int64_t>(gain, 0)), kMaxBalanceNs);
+  if (balance_ns_ < 0) {  // the splits lost more than they won lately: run alone for a while
     backoff_ns_ = std::clamp(backoff_ns_ * 2, kMinBackoffNs, kMaxBackoffNs);
     alone_until_ns_ = end + backoff_ns_;
-    if (stats_ != nullptr) stats_->CountKernelStraggler();
+    balance_ns_ = 0;  // the next split after the back-off is judged afresh
   } else {
     backoff_ns_ /= 2;
     alone_until_ns_ = 0;

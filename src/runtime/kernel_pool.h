@@ -17,10 +17,12 @@
 // (other processes, DataLoader workers or a compiler on the same cores) stalls the executor for
 // a scheduler time slice, milliseconds for a kernel of microseconds: measured with 4 builds
 // running beside gpt's steady step, a group of 32 `zero_` took 11.2 ms split against 71 us op by
-// op. So the pool watches its splits: when the executor waited for a helper's chunks longer than
-// it worked on its own (a straggler), it runs every kernel alone for a back-off time that doubles
-// with each straggler (1 ms .. 256 ms) and halves with each split that did not straggle. On a
-// quiet machine the splits go on; on a loaded one, one probe per back-off costs one stall.
+// op. So the pool keeps a balance of what its recent splits gained against running alone (the
+// executor's own chunk time times the chunk count, minus the split's time; capped at 10 ms of
+// credit), in which only stalls (a loss over 0.5 ms) count as losses. When it goes negative, every kernel runs alone for a back-off time that doubles each
+// time (1 ms .. 256 ms) and halves with each split that leaves the balance positive. On a quiet
+// machine the occasional stall (the recording thread took the helper's core) is paid from the
+// credit and the splits go on; on a loaded one, one probe per back-off costs one stall.
 //
 // Thread-safety: ParallelFor is called by one thread at a time (the executor thread); the
 // helpers are internal. The pool is destroyed with the executor.
@@ -61,9 +63,13 @@ class KernelPool {
  private:
   void Helper();
   bool Stopping();
-  // Claims and runs chunks of the current kernel until none is left; returns the nanoseconds
-  // spent running them.
-  int64_t RunChunks();
+  // Claims and runs chunks of the current kernel until none is left; returns how many it ran
+  // and the nanoseconds they took.
+  struct Ran {
+    int64_t ns = 0;
+    int chunks = 0;
+  };
+  Ran RunChunks();
 
   Stats* const stats_;
   std::vector<std::thread> threads_;
@@ -81,6 +87,7 @@ class KernelPool {
   // kernels issued back to back to spinning helpers never touch the mutex.
   std::atomic<int> sleepers_{0};
   // Straggler back-off (see above); read and written by the ParallelFor caller only.
+  int64_t balance_ns_ = 0;  // recent splits' gains (ns saved against running alone), capped
   int64_t backoff_ns_ = 0;
   int64_t alone_until_ns_ = 0;
 };
