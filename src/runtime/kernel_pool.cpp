@@ -105,10 +105,12 @@ bool KernelPool::Stopping() {
   return stop_;
 }
 
-void KernelPool::ParallelFor(int n, const std::function<void(int)>& fn) {
+void KernelPool::ParallelFor(int n, const std::function<void(int)>& fn, int64_t expected_ns) {
   if (n <= 0) return;
   const int64_t start = NowNs();
-  if (threads_.empty() || n == 1 || (alone_until_ns_ != 0 && start < alone_until_ns_)) {
+  const bool short_for_sleepers = expected_ns >= 0 && expected_ns < kWakeWorthNs &&
+                                  sleepers_.load(std::memory_order_acquire) >= static_cast<int>(threads_.size());
+  if (threads_.empty() || n == 1 || short_for_sleepers || (alone_until_ns_ != 0 && start < alone_until_ns_)) {
     if (n > 1 && !threads_.empty() && stats_ != nullptr) stats_->CountKernelRunAlone();
     for (int i = 0; i < n; ++i) fn(i);
     return;
@@ -174,9 +176,17 @@ void RunSplitLoop(void* fn, int64_t* slots, int64_t lo, int64_t hi) {
   // executor is never left waiting on one big chunk a late helper took.
   const int64_t chunks = std::min<int64_t>(n, 4 * (pool->helpers() + 1));
   if (pool->stats() != nullptr) pool->stats()->CountLoopSplit();
+  // The nest's last time per outer iteration (the pool's caller is one thread: no lock). A split
+  // run's time is about half the one-thread time, which only makes the estimate cautious.
+  const auto known = pool->nest_ns_per_iteration_.find(fn);
+  const int64_t expected = known == pool->nest_ns_per_iteration_.end() ? -1 : known->second * n;
+  const int64_t begin = NowNs();
   pool->ParallelFor(static_cast<int>(chunks), [&](int c) {
     body(lo + n * c / chunks, lo + n * (c + 1) / chunks, slots);
-  });
+  }, expected);
+  if (pool->nest_ns_per_iteration_.size() < 4096 || known != pool->nest_ns_per_iteration_.end()) {
+    pool->nest_ns_per_iteration_[fn] = (NowNs() - begin) / n;
+  }
 }
 
 }  // namespace trn::runtime

@@ -30,7 +30,8 @@ Kind KindOf(const c10::OperatorHandle& op) {
 
 // Fewer multiply-adds than this: one chunk (a helper's wake-up would cost more than it saves).
 constexpr int64_t kMinMacs = int64_t{1} << 20;
-constexpr int64_t kMinRows = 16;  // rows of one chunk of an mm/addmm
+constexpr int64_t kMinRows = 16;
+constexpr int64_t kMacsPerNs = 20;  // rows of one chunk of an mm/addmm
 
 bool Plain(const c10::IValue& v) {
   return v.isTensor() && v.toTensor().defined() && v.toTensor().layout() == at::kStrided &&
@@ -71,6 +72,8 @@ bool RunSplitMatmul(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   const bool self_split = add && self.dim() == rank && self.size(0) == extent;
   const c10::Scalar beta = add ? s[3].toScalar() : c10::Scalar(1);
   const c10::Scalar alpha = add ? s[4].toScalar() : c10::Scalar(1);
+  // About how long one thread takes: single-threaded MKL does ~20 multiply-adds a nanosecond here.
+  const int64_t expected_ns = batches * m * n * k / kMacsPerNs;
   pool->ParallelFor(static_cast<int>(chunks), [&](int c) {
     c10::impl::ExcludeDispatchKeyGuard no_autograd(c10::autograd_dispatch_keyset_with_ADInplaceOrView);
     const int64_t begin = extent * c / chunks, end = extent * (c + 1) / chunks;
@@ -86,7 +89,7 @@ bool RunSplitMatmul(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
       case Kind::kBaddbmm: at::baddbmm_out(o, sc, ac, bc, beta, alpha); break;
       case Kind::kNone: break;
     }
-  });
+  }, expected_ns);
   s.clear();
   s.push_back(out);
   return true;

@@ -79,3 +79,24 @@ TEST_CASE("a helper that stalls a kernel makes the next kernels run on the calle
   for (auto& r : runs) CHECK(r.load() == 1);
   CHECK(stats.Snapshot().kernels_run_alone == 1);
 }
+
+TEST_CASE("a short kernel runs on the caller alone while every helper sleeps", "[kernel_pool]") {
+  trn::runtime::Stats stats;
+  KernelPool pool(/*helpers=*/1, &stats);
+  const std::thread::id caller = std::this_thread::get_id();
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));  // the helper's spin is long over
+  std::atomic<int> on_helpers{0};
+  std::vector<std::atomic<int>> runs(8);
+  pool.ParallelFor(8, [&](int i) {
+    runs[i].fetch_add(1);
+    if (std::this_thread::get_id() != caller) on_helpers.fetch_add(1);
+  }, /*expected_ns=*/KernelPool::kWakeWorthNs / 10);
+  for (auto& r : runs) CHECK(r.load() == 1);
+  CHECK(on_helpers.load() == 0);
+  CHECK(stats.Snapshot().kernels_run_alone == 1);
+  // A long one (or one of unknown length) is split as before: every chunk still runs once.
+  std::vector<std::atomic<int>> runs2(8);
+  pool.ParallelFor(8, [&](int i) { runs2[i].fetch_add(1); }, /*expected_ns=*/KernelPool::kWakeWorthNs * 10);
+  for (auto& r : runs2) CHECK(r.load() == 1);
+  CHECK(stats.Snapshot().kernels_run_alone == 1);
+}
