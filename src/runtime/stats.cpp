@@ -37,7 +37,9 @@ int64_t MonotonicNs() {
 
 void Stats::CountHostFallback(const std::string& op, const std::string& reason, const std::string& line) {
   absl::MutexLock lock(&mu_);
-  ++host_fallbacks_[{op, reason}];
+  std::pair<std::string, std::string> key{op, reason};
+  if (host_fallbacks_.size() >= kMaxReasons && !host_fallbacks_.contains(key)) key.second = kOtherReasons;
+  ++host_fallbacks_[key];
   if (line.empty()) return;
   std::vector<std::string>& lines = host_fallback_lines_[op];
   if (lines.size() < kMaxFallbackLines && std::find(lines.begin(), lines.end(), line) == lines.end()) {
@@ -72,6 +74,9 @@ void Stats::CountCollective(const std::string& name, int64_t ns, int64_t bytes) 
 
 bool Stats::CountCompileFailure(const std::string& reason) {
   absl::MutexLock lock(&mu_);
+  if (compile_failures_.size() >= kMaxReasons && !compile_failures_.contains(reason)) {
+    return ++compile_failures_[kOtherReasons] == 1;
+  }
   return ++compile_failures_[reason] == 1;
 }
 

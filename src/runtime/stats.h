@@ -92,6 +92,10 @@ class Stats {
   // kMaxFallbackLines distinct lines per op are kept (python -m torch_trn audit lists them).
   void CountHostFallback(const std::string& op, const std::string& reason, const std::string& line = "");
   static constexpr size_t kMaxFallbackLines = 8;
+  // Distinct (op, reason) host fallbacks and compile-failure reasons kept (a reason may name a
+  // group or sizes, so a long job could have many); the rest are counted under kOtherReasons.
+  static constexpr size_t kMaxReasons = 1024;
+  static constexpr const char* kOtherReasons = "(more distinct reasons than stats keep)";
   void CountSync(const std::string& reason);
   void CountCompiledRun(int64_t ops, int64_t bytes_written) {
     groups_run_compiled_.fetch_add(1, std::memory_order_relaxed);

@@ -17,6 +17,7 @@
 #include "runtime/cache/entry_format.h"
 #include "runtime/cache/remote_tier.h"
 #include "runtime/code_cache.h"
+#include "runtime/stats.h"
 #include "runtime/op_record.h"
 #include "runtime/source_table.h"
 #include "scheduler/miss_explainer.h"
@@ -444,4 +445,24 @@ TEST_CASE("miss explainer: bounded signatures and explanations, forgetting count
   }
   CHECK(explained == 9);
   CHECK(forgotten == 6);  // the 3 remembered explanations, dropped twice
+}
+
+TEST_CASE("stats keep a bounded number of distinct fallback and failure reasons", "[bounded]") {
+  trn::runtime::Stats stats;
+  const size_t n = trn::runtime::Stats::kMaxReasons + 10;
+  int first_times = 0;
+  for (size_t i = 0; i < n; ++i) {
+    stats.CountHostFallback("aten::nonzero", "reason " + std::to_string(i));
+    first_times += stats.CountCompileFailure("group " + std::to_string(i) + " failed") ? 1 : 0;
+  }
+  const trn::runtime::StatsSnapshot s = stats.Snapshot();
+  CHECK(s.host_fallbacks.size() == trn::runtime::Stats::kMaxReasons + 1);
+  CHECK(s.host_fallbacks.at({"aten::nonzero", trn::runtime::Stats::kOtherReasons}) == 10);
+  CHECK(s.compile_failures.size() == trn::runtime::Stats::kMaxReasons + 1);
+  CHECK(s.compile_failures.at(trn::runtime::Stats::kOtherReasons) == 10);
+  // Each kept reason is logged once, and the overflow bucket once.
+  CHECK(first_times == static_cast<int>(trn::runtime::Stats::kMaxReasons) + 1);
+  // A reason seen before the cap keeps counting under its own name.
+  stats.CountHostFallback("aten::nonzero", "reason 3");
+  CHECK(stats.Snapshot().host_fallbacks.at({"aten::nonzero", "reason 3"}) == 2);
 }
