@@ -112,7 +112,16 @@ void KernelPool::ParallelFor(int n, const std::function<void(int)>& fn, int64_t 
                                   sleepers_.load(std::memory_order_acquire) >= static_cast<int>(threads_.size());
   if (threads_.empty() || n == 1 || short_for_sleepers || (alone_until_ns_ != 0 && start < alone_until_ns_)) {
     if (n > 1 && !threads_.empty() && stats_ != nullptr) stats_->CountKernelRunAlone();
-    for (int i = 0; i < n; ++i) fn(i);
+    // As in a split: every chunk runs, then the first exception is rethrown.
+    std::exception_ptr first;
+    for (int i = 0; i < n; ++i) {
+      try {
+        fn(i);
+      } catch (...) {
+        if (!first) first = std::current_exception();
+      }
+    }
+    if (first) std::rethrow_exception(first);
     return;
   }
   const int team = OpenMpThreads();

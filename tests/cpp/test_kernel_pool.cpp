@@ -100,3 +100,14 @@ TEST_CASE("a short kernel runs on the caller alone while every helper sleeps", "
   for (auto& r : runs2) CHECK(r.load() == 1);
   CHECK(stats.Snapshot().kernels_run_alone == 1);
 }
+
+TEST_CASE("run alone, a kernel still runs every chunk before rethrowing the first exception", "[kernel_pool]") {
+  KernelPool pool(/*helpers=*/1);
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));  // the helper sleeps
+  std::atomic<int> finished{0};
+  CHECK_THROWS_AS(pool.ParallelFor(8, [&](int i) {
+    if (i == 3) throw std::runtime_error("chunk 3");
+    finished.fetch_add(1);
+  }, /*expected_ns=*/1), std::runtime_error);
+  CHECK(finished.load() == 7);
+}
