@@ -13,11 +13,6 @@ thread_local KernelPool* this_thread_pool = nullptr;
 
 constexpr uint64_t Pack(uint64_t generation, uint64_t index) { return generation << 32 | index; }
 
-int64_t NowNs() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
-
 // Straggler back-off bounds (kernel_pool.h), and the loss of a split that counts as a stall (a
 // helper preempted inside its chunk for part of a scheduler time slice).
 constexpr int64_t kMinBackoffNs = 1'000'000;
@@ -60,14 +55,14 @@ KernelPool::Ran KernelPool::RunChunks() {
       if ((v >> 32) != (generation & 0xffffffffu) || static_cast<int>(v & 0xffffffffu) >= n) return ran;
       index = static_cast<int>(v & 0xffffffffu);
     } while (!next_.compare_exchange_weak(v, v + 1, std::memory_order_acq_rel, std::memory_order_acquire));
-    const int64_t begin = NowNs();
+    const int64_t begin = SteadyNs();
     try {
       (*fn_)(index);
     } catch (...) {
       absl::MutexLock lock(&error_mu_);
       if (!error_) error_ = std::current_exception();
     }
-    ran.ns += NowNs() - begin;
+    ran.ns += SteadyNs() - begin;
     ++ran.chunks;
     done_.fetch_add(1, std::memory_order_acq_rel);
   }
@@ -107,7 +102,7 @@ bool KernelPool::Stopping() {
 
 void KernelPool::ParallelFor(int n, const std::function<void(int)>& fn, int64_t expected_ns) {
   if (n <= 0) return;
-  const int64_t start = NowNs();
+  const int64_t start = SteadyNs();
   const bool short_for_sleepers = expected_ns >= 0 && expected_ns < kWakeWorthNs &&
                                   sleepers_.load(std::memory_order_acquire) >= static_cast<int>(threads_.size());
   if (threads_.empty() || n == 1 || short_for_sleepers || (alone_until_ns_ != 0 && start < alone_until_ns_)) {
@@ -144,7 +139,7 @@ void KernelPool::ParallelFor(int n, const std::function<void(int)>& fn, int64_t 
       std::this_thread::yield();
     }
   }
-  const int64_t end = NowNs();
+  const int64_t end = SteadyNs();
   // What the split gained: the kernel alone would have taken about n of the executor's own
   // chunks (they are of equal size); a straggler makes that negative. The balance of recent
   // gains decides: a few stalls among many splits that pay keep the splits going.
@@ -189,12 +184,12 @@ void RunSplitLoop(void* fn, int64_t* slots, int64_t lo, int64_t hi) {
   // run's time is about half the one-thread time, which only makes the estimate cautious.
   const auto known = pool->nest_ns_per_iteration_.find(fn);
   const int64_t expected = known == pool->nest_ns_per_iteration_.end() ? -1 : known->second * n;
-  const int64_t begin = NowNs();
+  const int64_t begin = SteadyNs();
   pool->ParallelFor(static_cast<int>(chunks), [&](int c) {
     body(lo + n * c / chunks, lo + n * (c + 1) / chunks, slots);
   }, expected);
   if (pool->nest_ns_per_iteration_.size() < 4096 || known != pool->nest_ns_per_iteration_.end()) {
-    pool->nest_ns_per_iteration_[fn] = (NowNs() - begin) / n;
+    pool->nest_ns_per_iteration_[fn] = (SteadyNs() - begin) / n;
   }
 }
 

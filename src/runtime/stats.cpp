@@ -21,6 +21,11 @@ const char* HostTimeName(HostTime t) {
   return "?";
 }
 
+int64_t SteadyNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
 int64_t MonotonicNs() {
   static const bool cpu = [] {
     const absl::StatusOr<Knobs>& k = GetKnobs();
@@ -31,8 +36,7 @@ int64_t MonotonicNs() {
     clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
     return ts.tv_sec * 1000000000LL + ts.tv_nsec;
   }
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
+  return SteadyNs();
 }
 
 void Stats::CountHostFallback(const std::string& op, const std::string& reason, const std::string& line) {

@@ -31,7 +31,11 @@ enum class HostTime : int {
   kCount
 };
 const char* HostTimeName(HostTime t);
-int64_t MonotonicNs();  // steady clock
+// The host-time clock: the steady clock, or this thread's CPU time with
+// NEURON_HOST_TIME_CLOCK=thread_cpu (so only differences on one thread mean anything).
+int64_t MonotonicNs();
+// The steady clock, always: for deadlines and times compared across threads.
+int64_t SteadyNs();
 
 struct StatsSnapshot {
   int64_t ops_recorded = 0;

@@ -203,7 +203,7 @@ void Stream::ExplainMiss(const std::string& key_hex, const std::vector<runtime::
 void Stream::RefreshRemote() {
   runtime::cache::RemoteTier* remote = compiler_.remote();
   if (remote == nullptr || remote->known_store() != nullptr) return;
-  const int64_t now = runtime::MonotonicNs();
+  const int64_t now = runtime::SteadyNs();
   // Throttled, except for a while after a process group was created (remote_tier.h).
   if (!runtime::cache::RemoteRefreshDue(now, remote_refreshed_ns_, runtime::cache::ProcessGroupCreatedNs())) {
     return;

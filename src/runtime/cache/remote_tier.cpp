@@ -51,7 +51,7 @@ void SetRemoteStoreProvider(RemoteStoreProvider provider) {
   g_provider = new RemoteStoreProvider(std::move(provider));
 }
 
-void NoteProcessGroupCreated() { g_process_group_created_ns.store(MonotonicNs(), std::memory_order_release); }
+void NoteProcessGroupCreated() { g_process_group_created_ns.store(SteadyNs(), std::memory_order_release); }
 
 int64_t ProcessGroupCreatedNs() { return g_process_group_created_ns.load(std::memory_order_acquire); }
 

@@ -62,7 +62,8 @@ void SetRemoteStoreProvider(RemoteStoreProvider provider);
 // between would be compiled by every rank). A job of one rank never has a store: once that while
 // is over, it is asked at the throttled rate again. Thread-safe.
 void NoteProcessGroupCreated();
-// MonotonicNs() of the latest NoteProcessGroupCreated, or -1.
+// SteadyNs() of the latest NoteProcessGroupCreated, or -1 (compared with another thread's clock:
+// never the host-time clock, which may be per-thread CPU time).
 int64_t ProcessGroupCreatedNs();
 // Whether a flush at `now_ns` should ask the provider for the store, given when it last asked
 // (-1: never) and ProcessGroupCreatedNs(). Pure (tested on its own).
