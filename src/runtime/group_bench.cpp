@@ -47,7 +47,8 @@ int64_t GroupBench::RunOpByOpAndRestore(const std::vector<OpRecord>& ops) {
 void GroupBench::Record(const std::string& key, const std::vector<OpRecord>& ops, int64_t op_by_op_ns,
                         int64_t compiled_ns) {
   absl::MutexLock lock(&mu_);
-  GroupBenchRow& row = rows_[key];
+  Entry& entry = rows_[key];
+  GroupBenchRow& row = entry.row;
   if (row.runs == 0) {
     row.key = key;
     row.num_ops = static_cast<int64_t>(ops.size());
@@ -59,9 +60,8 @@ void GroupBench::Record(const std::string& key, const std::vector<OpRecord>& ops
   ++row.runs;
   row.op_by_op_ns += op_by_op_ns;
   row.compiled_ns += compiled_ns;
-  Samples& samples = samples_[key];
-  samples.compiled.push_back(compiled_ns);
-  samples.op_by_op.push_back(op_by_op_ns);
+  entry.compiled.push_back(compiled_ns);
+  entry.op_by_op.push_back(op_by_op_ns);
 }
 
 namespace {
@@ -77,12 +77,10 @@ int64_t Median(std::vector<int64_t> v) {
 std::vector<GroupBenchRow> GroupBench::Rows() const {
   absl::MutexLock lock(&mu_);
   std::vector<GroupBenchRow> out;
-  for (const auto& [key, row] : rows_) {
-    out.push_back(row);
-    const auto it = samples_.find(key);
-    if (it == samples_.end()) continue;
-    out.back().compiled_median_ns = Median(it->second.compiled);
-    out.back().op_by_op_median_ns = Median(it->second.op_by_op);
+  for (const auto& [key, entry] : rows_) {
+    out.push_back(entry.row);
+    out.back().compiled_median_ns = Median(entry.compiled);
+    out.back().op_by_op_median_ns = Median(entry.op_by_op);
   }
   return out;
 }

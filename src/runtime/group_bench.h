@@ -41,11 +41,11 @@ class GroupBench {
 
  private:
   mutable absl::Mutex mu_;
-  struct Samples {
-    std::vector<int64_t> compiled, op_by_op;  // one per run
+  struct Entry {
+    GroupBenchRow row;  // medians filled in by Rows()
+    std::vector<int64_t> compiled, op_by_op;  // one time per run
   };
-  std::map<std::string, GroupBenchRow> rows_ ABSL_GUARDED_BY(mu_);
-  std::map<std::string, Samples> samples_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, Entry> rows_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace trn::runtime
