@@ -16,6 +16,7 @@ process with the same data and thread settings; a step ends at `loss.item()`. Ro
     adaptive       NEURON_MODE=adaptive, cold; timed after `wait_for_compiles()`
     adaptive_warm  NEURON_MODE=adaptive, restarted on the cold run's disk cache
     dynamo         torch.compile(model.loss, backend="neuron"), NEURON_MODE=compile, cold (not by default)
+    dynamo_norep   the same with NEURON_GRAPH_REPLAY=0: every call records its ops (not by default)
     inductor       torch.compile(model.loss) on the CPU: PyTorch's Inductor (not by default: minutes)
 
 The step is timed after --warmup steps (adaptive: warm-up, wait_for_compiles(), two more steps),
@@ -120,6 +121,8 @@ ROWS = {
     "adaptive_warm": ("adaptive", {"NEURON_MODE": "adaptive"}, "warm"),
     # torch.compile: the neuron backend in compile mode, and PyTorch's Inductor on the CPU.
     "dynamo": ("compile", {"NEURON_MODE": "compile", "STEADY_DYNAMO": "neuron"}, "cold"),
+    "dynamo_norep": ("compile", {"NEURON_MODE": "compile", "STEADY_DYNAMO": "neuron", "NEURON_GRAPH_REPLAY": "0"},
+                     "cold"),
     "inductor": ("cpu", {"STEADY_DYNAMO": "inductor"}, None),
 }
 DEFAULT_ROWS = ["cpu", "eager", "compile", "compile_warm", "adaptive", "adaptive_warm"]

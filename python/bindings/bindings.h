@@ -19,7 +19,7 @@ void RegisterDebugBindings(pybind11::module& m);
 // memory_stats, empty_cache, reset_peak_memory_stats (memory_bindings.cpp).
 void RegisterMemoryBindings(pybind11::module& m);
 // compiled_keys, compile_millis, lowered_ops, wait_for_compiles, shutdown_compiles,
-// mlir_selftest (compile_bindings.cpp).
+// mlir_selftest, graph_replay_enabled, GraphReplayer (compile_bindings.cpp).
 void RegisterCompileBindings(pybind11::module& m);
 // cache_stats, reset_cache_stats, cache_info, cache_entries, cache_clear, cache_remove, and the
 // bridge that lets the C++ distributed cache tier use torch.distributed's store from Python

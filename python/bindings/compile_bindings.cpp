@@ -1,10 +1,16 @@
 // torch_trn._C, compile control: what was compiled and how long it took, which ops have a
 // lowering, waiting for and stopping the background compilers, the MLIR JIT self-test.
+#include <torch/csrc/autograd/python_variable.h>
+
+#include <optional>
+#include <vector>
+
 #include "mlir_lowering/host_jit.h"
 #include "mlir_lowering/lowering_registry.h"
 #include "python/bindings/bindings.h"
 #include "python/bindings/edge.h"
 #include "trace/device_state.h"
+#include "trace/graph_replay.h"
 
 namespace py = pybind11;
 
@@ -28,6 +34,82 @@ py::dict MlirSelfTest() {
   return d;
 }
 
+// A graph's inputs or outputs as IValues: tensors, ints, floats, bools and None; nullopt for
+// anything else (that graph is not replayed).
+std::optional<std::vector<c10::IValue>> ToIValues(const py::sequence& seq) {
+  std::vector<c10::IValue> out;
+  out.reserve(seq.size());
+  for (const py::handle& h : seq) {
+    PyObject* o = h.ptr();
+    if (THPVariable_Check(o)) {
+      out.emplace_back(THPVariable_Unpack(o));
+    } else if (PyBool_Check(o)) {
+      out.emplace_back(o == Py_True);
+    } else if (PyLong_CheckExact(o)) {
+      const int64_t v = PyLong_AsLongLong(o);
+      if (v == -1 && PyErr_Occurred()) {
+        PyErr_Clear();
+        return std::nullopt;
+      }
+      out.emplace_back(v);
+    } else if (PyFloat_CheckExact(o)) {
+      out.emplace_back(PyFloat_AsDouble(o));
+    } else if (o == Py_None) {
+      out.emplace_back();
+    } else {
+      return std::nullopt;
+    }
+  }
+  return out;
+}
+
+py::object ToPython(const c10::IValue& v) {
+  if (v.isTensor()) return py::reinterpret_steal<py::object>(THPVariable_Wrap(v.toTensor()));
+  if (v.isBool()) return py::bool_(v.toBool());
+  if (v.isInt()) return py::int_(v.toInt());
+  if (v.isDouble()) return py::float_(v.toDouble());
+  return py::none();  // (ToIValues admits nothing else)
+}
+
+// torch_trn._C.GraphReplayer: python/torch_trn/_dynamo_backend.py drives it.
+void RegisterGraphReplayer(py::module& m) {
+  py::class_<trace::GraphReplayer>(m, "GraphReplayer",
+                                   "Records a torch.compile graph's device ops once per input signature and re-issues "
+                                   "them on later calls (src/trace/graph_replay.h).")
+      .def(py::init([] {
+        StateOrRaise();
+        return std::make_unique<trace::GraphReplayer>();
+      }))
+      .def("replay", [](trace::GraphReplayer& r, const py::sequence& inputs) -> py::object {
+        std::optional<std::vector<c10::IValue>> in = ToIValues(inputs);
+        if (!in.has_value()) return py::none();
+        std::optional<std::vector<c10::IValue>> out = r.Replay(*in);
+        if (!out.has_value()) return py::none();
+        py::list list(out->size());
+        for (size_t i = 0; i < out->size(); ++i) list[i] = ToPython((*out)[i]);
+        return list;
+      }, "The graph's outputs (a list) re-issued for these inputs, or None (no template: capture or run).")
+      .def("capture_refused", [](trace::GraphReplayer& r, const py::sequence& inputs) {
+        std::optional<std::vector<c10::IValue>> in = ToIValues(inputs);
+        return !in.has_value() || r.CaptureRefused(*in);
+      })
+      .def("begin_capture", [](trace::GraphReplayer& r, const py::sequence& inputs) {
+        std::optional<std::vector<c10::IValue>> in = ToIValues(inputs);
+        if (in.has_value()) r.BeginCapture(*in);
+      })
+      .def("end_capture", [](trace::GraphReplayer& r, const py::sequence& inputs, const py::sequence& outputs) {
+        std::optional<std::vector<c10::IValue>> in = ToIValues(inputs);
+        std::optional<std::vector<c10::IValue>> out = ToIValues(outputs);
+        if (!in.has_value() || !out.has_value()) {
+          r.AbortCapture();
+          return std::string("an input or output is not a tensor, int, float, bool or None");
+        }
+        absl::Status st = r.EndCapture(*in, *out);
+        return st.ok() ? std::string() : std::string(st.message());
+      }, "Ends this thread's capture: '' when a template was kept, else the refusal.")
+      .def("abort_capture", &trace::GraphReplayer::AbortCapture);
+}
+
 }  // namespace
 
 void RegisterCompileBindings(py::module& m) {
@@ -49,6 +131,8 @@ void RegisterCompileBindings(py::module& m) {
   m.def("shutdown_compiles", [] { StateOrRaise().stream.ShutdownCompiles(); },
         "Stops the background compilers (queued compiles are dropped). Called at exit.");
   m.def("mlir_selftest", &MlirSelfTest, "JIT-compiles and runs a small MLIR function in this process.");
+  m.def("graph_replay_enabled", [] { return StateOrRaise().knobs.graph_replay; }, "NEURON_GRAPH_REPLAY.");
+  RegisterGraphReplayer(m);
 }
 
 }  // namespace trn::python

@@ -77,6 +77,9 @@ py::dict Stats() {
   out["compile_cache_hits"] = s.compile_cache_hits;
   out["lowerings_emitted"] = s.lowerings_emitted;
   out["plan_cache_hits"] = s.plan_cache_hits;
+  out["graph_replays"] = s.graph_replays;
+  out["graph_replay_ops"] = s.graph_replay_ops;
+  out["graph_captures_refused"] = s.graph_captures_refused;
   out["plan_cache_misses"] = s.plan_cache_misses;
   py::dict host_time;
   for (int i = 0; i < static_cast<int>(runtime::HostTime::kCount); ++i) {

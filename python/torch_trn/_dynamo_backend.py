@@ -8,6 +8,12 @@ What it does: AOTAutograd splits each captured graph into a forward and a backwa
 ops; both run on the device through the lazy path, so their ops are recorded, cut into groups and
 compiled as NEURON_MODE says (eager: op by op; compile and adaptive: compiled groups, cached by
 key like any other). Graph breaks run the Python between graphs as usual, also on the device.
+Since a graph is known ahead, a call does not pay per-op recording: the first call with a given
+input signature records the graph's device ops as usual and keeps them (a capture), later calls
+re-issue those records over the new inputs' storages without running the graph's Python, the
+dispatcher or Meta inference per op (src/trace/graph_replay.h; NEURON_GRAPH_REPLAY=0 turns it
+off). A graph that syncs, falls back to the host or changes tensor metadata in place is not
+captured and runs as recorded every call.
 Options (docs/ecosystem.md):
   - dynamic=True/False/None: accepted; shapes are concrete when a graph runs, and a new shape
     is a new group key as in the lazy path.
@@ -17,9 +23,43 @@ Options (docs/ecosystem.md):
 """
 
 
+class _Replayed:
+    """A graph's forward, replayed from its capture after the first call per input signature."""
+
+    def __init__(self, forward):
+        from torch_trn import _C
+        self._forward = forward
+        self._replayer = _C.GraphReplayer()
+        self._as_tuple = None  # the captured graph returned a tuple (else a list)
+        self._off = False      # outputs that cannot be replayed: run every call
+
+    def __call__(self, *args):
+        replayer = self._replayer
+        if self._as_tuple is not None:
+            out = replayer.replay(args)
+            if out is not None:
+                return tuple(out) if self._as_tuple else out
+        if self._off or replayer.capture_refused(args):
+            return self._forward(*args)
+        replayer.begin_capture(args)
+        try:
+            out = self._forward(*args)
+        except BaseException:
+            replayer.abort_capture()
+            raise
+        if not isinstance(out, (list, tuple)):
+            replayer.abort_capture()
+            self._off = True
+            return out
+        if not replayer.end_capture(args, out):  # (else refused: the reason is in end_capture's result)
+            self._as_tuple = isinstance(out, tuple)
+        return out
+
+
 def _run_on_device(gm, example_inputs):
     from torch._functorch.aot_autograd import make_boxed_func
-    return make_boxed_func(gm.forward)
+    from torch_trn import _C
+    return make_boxed_func(_Replayed(gm.forward) if _C.graph_replay_enabled() else gm.forward)
 
 
 def neuron(gm, example_inputs, **kwargs):

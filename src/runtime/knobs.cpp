@@ -111,6 +111,10 @@ const std::vector<KnobSpec>& KnobSpecs() {
        "compile and adaptive mode: at most this many shape variants of a group (the same ops "
        "from the same source lines with other shapes, e.g. the attention of each new token in "
        "generate()) are compiled; further variants run op by op. 0: no bound."},
+      {"NEURON_GRAPH_REPLAY", "1", "0 | 1",
+       "torch.compile(backend=\"neuron\"): a graph's device ops are recorded once per input "
+       "signature and re-issued on later calls without running the graph's Python, the "
+       "dispatcher or Meta inference per op (docs/ecosystem.md). 0: every call records its ops."},
       {"NEURON_EXECUTOR_THREADS", "0", "integer >= 0",
        "OpenMP threads the executor's CPU kernels use; 0 = one less than the machine's cores "
        "(at least 1), leaving a core to the recording thread (docs/adaptive.md)."},
@@ -273,6 +277,9 @@ absl::StatusOr<Knobs> ParseKnobs(const EnvLookup& lookup) {
   }
   if (knobs.matmul_threads == 0) {
     knobs.matmul_threads = std::clamp<int64_t>(static_cast<int64_t>(std::thread::hardware_concurrency()), 1, 64);
+  }
+  if (absl::Status st = parse_bool("NEURON_GRAPH_REPLAY", &knobs.graph_replay); !st.ok()) {
+    return st;
   }
   if (absl::Status st = parse_bool("NEURON_BENCH_GROUPS", &knobs.bench_groups); !st.ok()) {
     return st;

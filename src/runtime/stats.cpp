@@ -102,6 +102,9 @@ StatsSnapshot Stats::Snapshot() const {
   s.lowerings_emitted = lowerings_emitted_.load(std::memory_order_relaxed);
   s.plan_cache_hits = plan_cache_hits_.load(std::memory_order_relaxed);
   s.plan_cache_misses = plan_cache_misses_.load(std::memory_order_relaxed);
+  s.graph_replays = graph_replays_.load(std::memory_order_relaxed);
+  s.graph_replay_ops = graph_replay_ops_.load(std::memory_order_relaxed);
+  s.graph_captures_refused = graph_captures_refused_.load(std::memory_order_relaxed);
   s.ops_awaiting_compile = ops_awaiting_compile_.load(std::memory_order_relaxed);
   s.groups_awaiting_compile = groups_awaiting_compile_.load(std::memory_order_relaxed);
   s.compile_queue_full = compile_queue_full_.load(std::memory_order_relaxed);
@@ -140,6 +143,9 @@ void Stats::Reset() {
   lowerings_emitted_ = 0;
   plan_cache_hits_ = 0;
   plan_cache_misses_ = 0;
+  graph_replays_ = 0;
+  graph_replay_ops_ = 0;
+  graph_captures_refused_ = 0;
   ops_awaiting_compile_ = 0;
   groups_awaiting_compile_ = 0;
   compile_queue_full_ = 0;

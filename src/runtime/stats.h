@@ -72,6 +72,11 @@ struct StatsSnapshot {
   // Units a flush found in its plan cache (bound, no lowering run) vs planned by the grouper.
   int64_t plan_cache_hits = 0;
   int64_t plan_cache_misses = 0;
+  // torch.compile(backend="neuron") graphs re-issued from their captured records
+  // (trace/graph_replay.h), the ops they issued, and captures refused.
+  int64_t graph_replays = 0;
+  int64_t graph_replay_ops = 0;
+  int64_t graph_captures_refused = 0;
   int64_t host_ns[static_cast<int>(HostTime::kCount)] = {};
   int64_t host_ops[static_cast<int>(HostTime::kCount)] = {};
   std::map<std::string, int64_t> unlowered_ops;     // op -> ops run op by op for lack of a lowering
@@ -127,6 +132,11 @@ class Stats {
     plan_cache_hits_.fetch_add(hits, std::memory_order_relaxed);
     plan_cache_misses_.fetch_add(misses, std::memory_order_relaxed);
   }
+  void CountGraphReplay(int64_t ops) {
+    graph_replays_.fetch_add(1, std::memory_order_relaxed);
+    graph_replay_ops_.fetch_add(ops, std::memory_order_relaxed);
+  }
+  void CountGraphCaptureRefused() { graph_captures_refused_.fetch_add(1, std::memory_order_relaxed); }
   void AddTime(HostTime t, int64_t ns, int64_t ops) {
     host_ns_[static_cast<int>(t)].fetch_add(ns, std::memory_order_relaxed);
     host_ops_[static_cast<int>(t)].fetch_add(ops, std::memory_order_relaxed);
@@ -155,6 +165,9 @@ class Stats {
   std::atomic<int64_t> lowerings_emitted_{0};
   std::atomic<int64_t> plan_cache_hits_{0};
   std::atomic<int64_t> plan_cache_misses_{0};
+  std::atomic<int64_t> graph_replays_{0};
+  std::atomic<int64_t> graph_replay_ops_{0};
+  std::atomic<int64_t> graph_captures_refused_{0};
   std::atomic<int64_t> host_ns_[static_cast<int>(HostTime::kCount)] = {};
   std::atomic<int64_t> host_ops_[static_cast<int>(HostTime::kCount)] = {};
   std::atomic<int64_t> ops_awaiting_compile_{0};

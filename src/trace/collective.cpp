@@ -13,6 +13,7 @@
 #include "runtime/profiler.h"
 #include "runtime/stats.h"
 #include "trace/device_state.h"
+#include "trace/graph_replay.h"
 #include "trace/snapshot.h"
 
 namespace trn::trace {
@@ -64,6 +65,7 @@ c10::List<at::Tensor> Snapshots(const std::vector<at::Tensor>& ts) {
 void RecordOp(const c10::OperatorHandle& op, std::vector<c10::IValue> args, runtime::SourceId source) {
   const double begin = runtime::profiler::NowUs();
   DeviceState& state = State();
+  CaptureRefuse("a collective");
   runtime::OpRecord record(op, std::move(args));
   record.source = source;
   ThrowIfError(state.stream.Record(std::move(record), begin));

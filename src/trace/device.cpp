@@ -30,6 +30,7 @@
 #include "trace/device_state.h"
 #include "trace/fallback.h"
 #include "trace/snapshot.h"
+#include "trace/graph_replay.h"
 #include "trace/structured_ops.h"
 
 namespace trn::trace {
@@ -55,6 +56,7 @@ class HostMemoryAllocator final : public c10::Allocator {
       ThrowIfError(BadForkError());
     }
     void* p = n == 0 ? nullptr : Blocks().Allocate(n);
+    CaptureNoteAllocation(p);
     if (n != 0 && p == nullptr) {
       TORCH_CHECK_WITH(OutOfMemoryError, false, "neuron: out of host memory allocating ", n, " bytes");
     }
@@ -208,6 +210,9 @@ const at::Tensor& Resize(const at::Tensor& self, c10::SymIntArrayRef size, std::
   // drain them first, unless nothing else references the storage (a fresh out= tensor).
   const size_t needed = at::detail::computeStorageNbytesContiguous(
       C10_AS_INTARRAYREF_SLOW(size), self.itemsize(), self.storage_offset());
+  if (!self.sizes().equals(C10_AS_INTARRAYREF_SLOW(size))) {
+    CaptureNoteResize(self.storage());
+  }
   if (needed > self.storage().nbytes() && self.storage().use_count() > 1) {
     SyncOrThrow("resize_");
   }
@@ -234,6 +239,7 @@ at::Tensor CopyFrom(const at::Tensor& self, const at::Tensor& dst, bool non_bloc
   if (!src_dev && dst_dev && dst.storage().use_count() == 1 && dst.is_non_overlapping_and_dense()) {
     // Host -> fresh device tensor (the usual .to("neuron")): no queued op can see this storage,
     // so copy now instead of queueing a copy of the host data.
+    CaptureRefuse("a host to device copy (it runs when recorded)");
     state.stats.CountRecorded();
     state.stats.CountExecuted();
     runtime::HostAlias(dst).copy_(self);
@@ -253,6 +259,7 @@ at::Tensor CopyFrom(const at::Tensor& self, const at::Tensor& dst, bool non_bloc
       c10::Dispatcher::singleton().findSchemaOrThrow("aten::copy_", "");
   runtime::OpRecord record(copy_op, {Snapshot(dst), PrivateArg(self), c10::IValue(false)});
   record.source = SourceForOp(state, {self, dst});
+  CaptureNoteRecord(record);
   ThrowIfError(state.stream.Record(std::move(record), record_begin_us));
   return dst;
 }
@@ -263,6 +270,7 @@ at::Tensor& SetStorageOffset(at::Tensor& self, c10::Storage source, c10::SymInt 
                              c10::SymIntArrayRef stride) {
   TORCH_CHECK(source.device().type() == c10::DeviceType::PrivateUse1, "neuron: set_() of a neuron tensor to a ",
               source.device(), " storage; move one of them first");
+  CaptureRefuse("set_");
   at::native::checkSetStorage(self, source, offset, size, stride);
   self.unsafeGetTensorImpl()->set_storage_offset(offset.expect_int());
   at::native::resize_impl_cpu_(self.unsafeGetTensorImpl(), C10_AS_INTARRAYREF_SLOW(size),

@@ -1,4 +1,5 @@
 #include "trace/device_state.h"
+#include "trace/graph_replay.h"
 
 #include "runtime/profiler.h"
 
@@ -109,7 +110,10 @@ void ThrowIfError(const absl::Status& status) {
   throw c10::Error(loc, msg);
 }
 
-void SyncOrThrow(const char* reason) { ThrowIfError(State().stream.Sync(reason)); }
+void SyncOrThrow(const char* reason) {
+  CaptureRefuse("a sync point (a host read, a host fallback or a copy to the host)");
+  ThrowIfError(State().stream.Sync(reason));
+}
 
 void ThrowIfPoisoned(const at::Tensor& t) {
   if (runtime::AnyPoisoned() && t.defined() && t.has_storage()) {

@@ -22,6 +22,7 @@
 #include "runtime/schema_util.h"
 #include "trace/device_check.h"
 #include "trace/device_state.h"
+#include "trace/graph_replay.h"
 #include "trace/meta_cache.h"
 #include "trace/shape_rules.h"
 #include "trace/snapshot.h"
@@ -308,6 +309,7 @@ void RecordingFallback(const c10::OperatorHandle& orig_op, torch::jit::Stack* st
     runtime::OpRecord record(out_op != nullptr ? *out_op : op, std::move(private_args));
     record.outputs = std::move(fresh);
     record.source = SourceForOp(state, args);
+    CaptureNoteRecord(record);
     ThrowIfError(state.stream.Record(std::move(record), record_begin_us));
   } else {
     state.stats.CountView();
@@ -324,6 +326,7 @@ void RecordingFallback(const c10::OperatorHandle& orig_op, torch::jit::Stack* st
     const Geometry& g = *meta->written[j];
     if (real.sizes() != c10::IntArrayRef(g.sizes) || real.strides() != c10::IntArrayRef(g.strides) ||
         real.storage_offset() != g.offset) {
+      CaptureRefuse("an in-place metadata change (squeeze_, transpose_, as_strided_, ...)");
       real.unsafeGetTensorImpl()->set_sizes_and_strides(g.sizes, g.strides, g.offset);
     }
   }

@@ -7,7 +7,13 @@ What is proven, each program in a fresh process:
     every mode and both models);
   - a graph break (a host read in the middle of the function) runs the Python between the two
     graphs on the device, with CPU's result;
-  - dynamic= and mode= are accepted; options= is refused with a clear error.
+  - dynamic= and mode= are accepted; options= is refused with a clear error;
+  - graph replay (src/trace/graph_replay.h): after its first call a graph is re-issued from its
+    capture (forward and backward graphs of the training step; NEURON_GRAPH_REPLAY=0 turns it
+    off), with new data every call; a graph that falls back to the host is refused and runs
+    normally; inputs written in place get the writes and their version bumps; random ops draw a
+    new mask every call; outputs aliasing inputs or intermediates, a second input shape and a
+    device-side index error behave as without replay.
 """
 import pytest
 
@@ -28,7 +34,8 @@ for x, y in make_batches({name!r}, {steps}):
     losses.append(loss.item())
 s = torch_trn.stats()
 from torch._dynamo.utils import counters
-print(json.dumps({{"losses": losses, "compiled": s["ops_run_compiled"], "graphs": counters["stats"]["unique_graphs"]}}))
+print(json.dumps({{"losses": losses, "compiled": s["ops_run_compiled"], "graphs": counters["stats"]["unique_graphs"],
+                  "replays": s["graph_replays"], "refused": s["graph_captures_refused"]}}))
 """
 
 
@@ -49,6 +56,94 @@ def test_training_step_matches_cpu(mode, name):
     assert got["graphs"] >= 1, got
     if mode == "compile":
         assert got["compiled"] > 0, f"no op of the graphs ran compiled: {got}"
+    # The forward and the backward graph are each captured at the first step, replayed after.
+    assert got["replays"] == 2 * (steps - 1) and got["refused"] == 0, got
+
+
+def test_training_without_replay_matches_cpu():
+    steps = 3
+    got = last_json(run_python(TRAIN.format(tests=f"{ROOT}/tests/python", name="cnn", steps=steps),
+                               env={"NEURON_MODE": "compile", "NEURON_GRAPH_REPLAY": "0"}))
+    want = cpu_losses("cnn", steps)
+    for i, (a, b) in enumerate(zip(got["losses"], want)):
+        assert abs(a - b) <= 1e-5 * max(1.0, abs(b)), f"step {i}: neuron={a!r} cpu={b!r}"
+    assert got["replays"] == 0 and got["refused"] == 0, got
+
+
+REPLAY_CASES = """
+import json, torch, torch_trn
+import torch.nn.functional as F
+def counts():
+    s = torch_trn.stats()
+    return [s["graph_replays"], s["graph_captures_refused"]]
+def delta(before):
+    return [b - a for a, b in zip(before, counts())]
+out = {}
+torch.manual_seed(0)
+# A host fallback inside the graph (histc's output is computed on the host): refused.
+def fa(x):
+    return torch.histc(x, bins=4, min=-2, max=2) * 2 + x.sum()
+ca = torch.compile(fa, backend="neuron")
+before = counts()
+out["fallback"] = [torch.allclose(ca(x.to("neuron")).cpu(), fa(x)) for x in [torch.randn(64) for _ in range(3)]]
+out["fallback_counts"] = delta(before)
+# An input written in place: the writes land, every call, and bump its version.
+def fb(x, buf):
+    buf.add_(x)
+    return x * buf
+cb = torch.compile(fb, backend="neuron")
+buf_d, buf_c = torch.zeros(8, device="neuron"), torch.zeros(8)
+before, ok, versions = counts(), [], []
+for i in range(4):
+    x = torch.randn(8)
+    ok.append(torch.allclose(cb(x.to("neuron"), buf_d).cpu(), fb(x, buf_c)))
+    versions.append(buf_d._version)
+ok.append(torch.allclose(buf_d.cpu(), buf_c))
+out["inplace"], out["versions"], out["inplace_counts"] = ok, versions, delta(before)
+# Dropout: a new mask every call, never the captured one.
+cc = torch.compile(lambda x: F.dropout(x, 0.5, training=True), backend="neuron")
+ones = torch.ones(256, device="neuron")
+masks = [cc(ones).cpu() for _ in range(4)]
+out["masks_equal_first"] = [torch.equal(masks[0], m) for m in masks[1:]]
+out["masks_valid"] = [bool(((m == 0) | (m == 2)).all()) for m in masks]
+# Outputs aliasing the input and an intermediate.
+def fd(x):
+    y = x * 3
+    return x.t(), y.view(-1)[2:], y
+cd = torch.compile(fd, backend="neuron")
+out["aliases"] = []
+for i in range(3):
+    x = torch.randn(4, 5)
+    out["aliases"] += [torch.equal(g.cpu(), w) for g, w in zip(cd(x.to("neuron")), fd(x))]
+# Other input shapes (Dynamo makes the second shape dynamic: SymInt inputs run without replay).
+ce = torch.compile(lambda x: (x.sin() * 2).sum(0), backend="neuron")
+out["shapes"] = []
+for n in [3, 3, 5, 5, 7, 3]:
+    x = torch.randn(n, 4)
+    out["shapes"].append(torch.allclose(ce(x.to("neuron")).cpu(), (x.sin() * 2).sum(0)))
+# A device-side error in a replayed graph: raised at the sync, the next call works.
+cf = torch.compile(lambda x, i: x[i] * 2, backend="neuron")
+x = torch.arange(6.0, device="neuron")
+out["index"] = []
+for idx in [[1, 2], [3, 4], [9, 1], [0, 5]]:
+    try:
+        out["index"].append(cf(x, torch.tensor(idx, device="neuron")).cpu().tolist())
+    except IndexError as e:
+        out["index"].append("IndexError" + (" names the op" if "aten::index" in str(e) else ""))
+print(json.dumps(out))
+"""
+
+
+@pytest.mark.parametrize("run_mode", ["compile", "eager"])
+def test_replay_cases(run_mode):
+    got = last_json(run_python(REPLAY_CASES, env={"NEURON_MODE": run_mode}))
+    assert got["fallback"] == [True] * 3 and got["fallback_counts"] == [0, 1], got
+    assert got["inplace"] == [True] * 5 and got["versions"] == [1, 2, 3, 4], got
+    assert got["inplace_counts"] == [3, 0], got  # captured at the first call, replayed after
+    assert got["masks_equal_first"] == [False] * 3 and got["masks_valid"] == [True] * 4, got
+    assert got["aliases"] == [True] * 9, got
+    assert got["shapes"] == [True] * 6, got
+    assert got["index"] == [[2.0, 4.0], [6.0, 8.0], "IndexError names the op", [0.0, 10.0]], got
 
 
 def test_graph_break_and_options():
