@@ -9,6 +9,7 @@
 #include "mlir_lowering/lowering_registry.h"
 #include "python/bindings/bindings.h"
 #include "python/bindings/edge.h"
+#include "python/bindings/source_capture.h"
 #include "trace/device_state.h"
 #include "trace/graph_replay.h"
 
@@ -133,6 +134,19 @@ void RegisterCompileBindings(py::module& m) {
   m.def("mlir_selftest", &MlirSelfTest, "JIT-compiles and runs a small MLIR function in this process.");
   m.def("graph_replay_enabled", [] { return StateOrRaise().knobs.graph_replay; }, "NEURON_GRAPH_REPLAY.");
   RegisterGraphReplayer(m);
+  m.def("_set_graph_lines", [](const std::string& file, const std::vector<std::tuple<int, std::string, int, std::string>>& lines) {
+          std::vector<std::pair<int, runtime::SourceLocation>> mapped;
+          for (const auto& [at, model_file, model_line, function] : lines) {
+            runtime::SourceLocation loc;
+            loc.file = model_file;
+            loc.line = model_line;
+            loc.function = function;
+            mapped.emplace_back(at, std::move(loc));
+          }
+          SetGraphLines(file, mapped);
+        }, py::arg("file"), py::arg("lines"),
+        "A torch.compile graph's generated file: (line, model file, model line, function) per node line; ops "
+        "recorded from it name the model's line.");
 }
 
 }  // namespace trn::python

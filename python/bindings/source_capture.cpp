@@ -17,6 +17,9 @@ absl::flat_hash_map<PyCodeObject*, bool>* g_is_library = new absl::flat_hash_map
 // Keyed by (code, last instruction offset): cheaper than computing the line number each time.
 absl::flat_hash_map<std::pair<PyCodeObject*, int>, runtime::SourceId>* g_ids =
     new absl::flat_hash_map<std::pair<PyCodeObject*, int>, runtime::SourceId>();
+// torch.compile graphs' generated files: line -> model location (SetGraphLines).
+absl::flat_hash_map<std::string, absl::flat_hash_map<int, runtime::SourceLocation>>* g_graph_lines =
+    new absl::flat_hash_map<std::string, absl::flat_hash_map<int, runtime::SourceLocation>>();
 size_t g_code_limit = 16384;
 int64_t g_code_released = 0;
 
@@ -67,7 +70,14 @@ runtime::SourceId Intern(PyFrameObject* frame, PyCodeObject* code) {
   loc.file = AttrString(reinterpret_cast<PyObject*>(code), "co_filename");
   loc.line = PyFrame_GetLineNumber(frame);
   loc.function = AttrString(reinterpret_cast<PyObject*>(code), "co_qualname");
-  runtime::SourceId id = runtime::GlobalSourceTable().Intern(loc);
+  runtime::SourceId id = runtime::kNoSource;  // (a graph line without a model line: skipped)
+  if (auto graph = g_graph_lines->find(loc.file); graph != g_graph_lines->end()) {
+    if (auto it = graph->second.find(loc.line); it != graph->second.end()) {
+      id = runtime::GlobalSourceTable().Intern(it->second);
+    }
+  } else {
+    id = runtime::GlobalSourceTable().Intern(loc);
+  }
   g_ids->emplace(key, id);  // `code` is already referenced by g_is_library
   return id;
 }
@@ -75,6 +85,12 @@ runtime::SourceId Intern(PyFrameObject* frame, PyCodeObject* code) {
 }  // namespace
 
 void SetLibraryPrefixes(std::vector<std::string> prefixes) { *g_prefixes = std::move(prefixes); }
+
+void SetGraphLines(const std::string& file, const std::vector<std::pair<int, runtime::SourceLocation>>& lines) {
+  auto& map = (*g_graph_lines)[file];
+  for (const auto& [line, loc] : lines) map[line] = loc;
+  g_ids->clear();  // (a memo entry may predate the mapping)
+}
 
 void SetCodeObjectLimit(size_t limit) {
   g_code_limit = limit < 1 ? 1 : limit;
@@ -95,8 +111,10 @@ runtime::SourceId CaptureSource() {
     PyCodeObject* code = PyFrame_GetCode(frame);  // new reference
     if (!IsLibrary(code)) {
       id = Intern(frame, code);
-      Py_DECREF(code);
-      break;
+      if (id != runtime::kNoSource) {
+        Py_DECREF(code);
+        break;
+      }
     }
     Py_DECREF(code);
     PyFrameObject* back = PyFrame_GetBack(frame);  // new reference

@@ -56,9 +56,34 @@ class _Replayed:
         return out
 
 
+def _map_graph_lines(gm):
+    """Ops recorded from the graph's generated code name the model line of their node (FX's
+    stack_trace), not a line of "<eval_with_key>.N"."""
+    import linecache
+    import re
+    from torch_trn import _C
+    if getattr(gm, "_needs_recompile", lambda: False)():
+        gm.real_recompile()  # (a lazy GraphModule generates its code at its first call)
+    code = getattr(gm.forward, "__code__", None)
+    if code is None:
+        return
+    nodes = {n.name: n for n in gm.graph.nodes}
+    lines = []
+    for at, text in enumerate(linecache.getlines(code.co_filename), 1):
+        m = re.match(r"\s+(\w+) = ", text)
+        node = nodes.get(m.group(1)) if m else None
+        trace = node.meta.get("stack_trace") if node is not None else None
+        frames = re.findall(r'File "([^"]+)", line (\d+), in (\S+)', trace or "")
+        if frames:
+            file, line, function = frames[-1]
+            lines.append((at, file, int(line), function))
+    _C._set_graph_lines(code.co_filename, lines)
+
+
 def _run_on_device(gm, example_inputs):
     from torch._functorch.aot_autograd import make_boxed_func
     from torch_trn import _C
+    _map_graph_lines(gm)
     return make_boxed_func(_Replayed(gm.forward) if _C.graph_replay_enabled() else gm.forward)
 
 

@@ -13,7 +13,8 @@ What is proven, each program in a fresh process:
     off), with new data every call; a graph that falls back to the host is refused and runs
     normally; inputs written in place get the writes and their version bumps; random ops draw a
     new mask every call; outputs aliasing inputs or intermediates, a second input shape and a
-    device-side index error behave as without replay.
+    device-side index error behave as without replay; the error names the model's line (the
+    graph node's stack_trace), not the graph's generated code.
 """
 import pytest
 
@@ -122,7 +123,9 @@ for n in [3, 3, 5, 5, 7, 3]:
     x = torch.randn(n, 4)
     out["shapes"].append(torch.allclose(ce(x.to("neuron")).cpu(), (x.sin() * 2).sum(0)))
 # A device-side error in a replayed graph: raised at the sync, the next call works.
-cf = torch.compile(lambda x, i: x[i] * 2, backend="neuron")
+def gather_twice(x, i):
+    return x[i] * 2
+cf = torch.compile(gather_twice, backend="neuron")
 x = torch.arange(6.0, device="neuron")
 out["index"] = []
 for idx in [[1, 2], [3, 4], [9, 1], [0, 5]]:
@@ -130,6 +133,7 @@ for idx in [[1, 2], [3, 4], [9, 1], [0, 5]]:
         out["index"].append(cf(x, torch.tensor(idx, device="neuron")).cpu().tolist())
     except IndexError as e:
         out["index"].append("IndexError" + (" names the op" if "aten::index" in str(e) else ""))
+        out["index_message"] = str(e)
 print(json.dumps(out))
 """
 
@@ -144,6 +148,8 @@ def test_replay_cases(run_mode):
     assert got["aliases"] == [True] * 9, got
     assert got["shapes"] == [True] * 6, got
     assert got["index"] == [[2.0, 4.0], [6.0, 8.0], "IndexError names the op", [0.0, 10.0]], got
+    # The model's line (FX's stack_trace of the graph node), not the graph's generated code.
+    assert "(gather_twice)" in got["index_message"] and "eval_with_key" not in got["index_message"], got
 
 
 def test_graph_break_and_options():
