@@ -2,6 +2,7 @@
 
 #include "runtime/knobs.h"
 
+#include <ATen/MemoryOverlap.h>
 #include <ATen/ops/empty.h>
 #include <c10/util/intrusive_ptr.h>
 
@@ -57,6 +58,20 @@ bool GroupLowering::CanLower(const runtime::OpRecord& record, std::string* why) 
                                : true;
     if (!gather_ok) {
       *why = "gather shape (no trn lowering)";
+      return false;
+    }
+  }
+  // A write through a view whose elements overlap (an expand): ATen decides per op what that
+  // means (fill_ writes it, copy_ raises), so the op runs op by op with ATen's kernel.
+  const c10::FunctionSchema& schema = record.op.schema();
+  for (size_t j = 0; j < record.args.size(); ++j) {
+    if (!runtime::WritesArg(schema, static_cast<int>(j))) continue;
+    bool overlapping = false;
+    runtime::ForEachTensor(record.args[j], [&](const at::Tensor& t) {
+      overlapping = overlapping || (t.defined() && at::has_internal_overlap(t) == at::MemOverlap::Yes);
+    });
+    if (overlapping) {
+      *why = "writes a self-overlapping view";
       return false;
     }
   }
