@@ -17,7 +17,9 @@ process with the same data and thread settings; a step ends at `loss.item()`. Ro
     adaptive_warm  NEURON_MODE=adaptive, restarted on the cold run's disk cache
     dynamo         torch.compile(model.loss, backend="neuron"), NEURON_MODE=compile, cold (not by default)
     dynamo_norep   the same with NEURON_GRAPH_REPLAY=0: every call records its ops (not by default)
+    dynamo_opt     dynamo, and the optimizer step compiled too (AdamW capturable=True) (not by default)
     inductor       torch.compile(model.loss) on the CPU: PyTorch's Inductor (not by default: minutes)
+    inductor_opt   inductor, and the optimizer step compiled too (capturable=True) (not by default)
 
 The step is timed after --warmup steps (adaptive: warm-up, wait_for_compiles(), two more steps),
 as median (min, max) over --steps steps; with --repeat R each row runs R processes and the
@@ -74,15 +76,21 @@ else:  # the demo transformer of examples/train_demo.py
     lr = 1e-2
 dev = torch.device("cpu") if mode == "cpu" else torch_trn.device()
 model = model.to(dev)
-opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=wd)
+opt_compiled = os.environ.get("STEADY_DYNAMO_OPT") == "1"
+# A compiled optimizer step keeps its step counters on the device (capturable=True), so that its
+# graph has no host inputs and can be replayed (docs/ecosystem.md, "Graph replay").
+opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=wd, capturable=opt_compiled)
 loss_fn = model.loss
+opt_step = opt.step
 if os.environ.get("STEADY_DYNAMO"):  # torch.compile of the loss (forward + AOTAutograd backward)
     loss_fn = torch.compile(model.loss, backend=os.environ["STEADY_DYNAMO"])
+    if opt_compiled:
+        opt_step = torch.compile(opt.step, backend=os.environ["STEADY_DYNAMO"])
 
 def step(x, y):
     t = time.perf_counter()
     loss = loss_fn(x.to(dev), y.to(dev))
-    loss.backward(); opt.step(); opt.zero_grad()
+    loss.backward(); opt_step(); opt.zero_grad()
     v = loss.item()
     return time.perf_counter() - t, v
 
@@ -123,7 +131,10 @@ ROWS = {
     "dynamo": ("compile", {"NEURON_MODE": "compile", "STEADY_DYNAMO": "neuron"}, "cold"),
     "dynamo_norep": ("compile", {"NEURON_MODE": "compile", "STEADY_DYNAMO": "neuron", "NEURON_GRAPH_REPLAY": "0"},
                      "cold"),
+    "dynamo_opt": ("compile", {"NEURON_MODE": "compile", "STEADY_DYNAMO": "neuron", "STEADY_DYNAMO_OPT": "1"},
+                   "cold"),
     "inductor": ("cpu", {"STEADY_DYNAMO": "inductor"}, None),
+    "inductor_opt": ("cpu", {"STEADY_DYNAMO": "inductor", "STEADY_DYNAMO_OPT": "1"}, None),
 }
 DEFAULT_ROWS = ["cpu", "eager", "compile", "compile_warm", "adaptive", "adaptive_warm"]
 

@@ -9,7 +9,8 @@ What is proven, each program in a fresh process:
     graphs on the device, with CPU's result;
   - dynamic= and mode= are accepted; options= is refused with a clear error;
   - graph replay (src/trace/graph_replay.h): after its first call a graph is re-issued from its
-    capture (forward and backward graphs of the training step; NEURON_GRAPH_REPLAY=0 turns it
+    capture (forward and backward graphs of the training step, and a compiled AdamW step with
+    capturable=True; NEURON_GRAPH_REPLAY=0 turns it
     off), with new data every call; a graph that falls back to the host is refused and runs
     normally; inputs written in place get the writes and their version bumps; random ops draw a
     new mask every call; outputs aliasing inputs or intermediates, a second input shape and a
@@ -69,6 +70,20 @@ def test_training_without_replay_matches_cpu():
     for i, (a, b) in enumerate(zip(got["losses"], want)):
         assert abs(a - b) <= 1e-5 * max(1.0, abs(b)), f"step {i}: neuron={a!r} cpu={b!r}"
     assert got["replays"] == 0 and got["refused"] == 0, got
+
+
+def test_compiled_optimizer_step_is_replayed():
+    # capturable=True keeps AdamW's step counters on the device: the optimizer graph has no host
+    # input, so it is replayed like the forward and backward graphs.
+    steps = 3
+    program = TRAIN.replace("weight_decay=0.01)", "weight_decay=0.01, capturable=True)").replace(
+        "opt.step()", "opt_step()").replace("losses = []", "opt_step = torch.compile(opt.step, backend='neuron')\nlosses = []")
+    got = last_json(run_python(program.format(tests=f"{ROOT}/tests/python", name="gpt", steps=steps),
+                               env={"NEURON_MODE": "compile"}))
+    want = cpu_losses("gpt", steps)
+    for i, (a, b) in enumerate(zip(got["losses"], want)):
+        assert abs(a - b) <= 1e-5 * max(1.0, abs(b)), f"step {i}: neuron={a!r} cpu={b!r}"
+    assert got["replays"] == 3 * (steps - 1) and got["refused"] == 0, got
 
 
 REPLAY_CASES = """
