@@ -3,6 +3,7 @@
 #include <ATen/core/List.h>
 #include <c10/core/TensorImpl.h>
 
+#include <algorithm>
 #include <cstring>
 #include <utility>
 
@@ -59,6 +60,11 @@ struct GraphTemplate {
   std::vector<RecordT> records;
   std::vector<ValueT> outputs;
   std::vector<int> written_inputs;  // inputs an op writes in place: their versions are bumped
+  // Per record: the fresh slots it is the last to reference (and no graph output does). A
+  // replay drops its own handle on such a storage once the record is appended, as the graph's
+  // code drops an intermediate after its last use: a flush inside the replay then counts the
+  // same references as it did in the capture (so it decides the same group outputs and keys).
+  std::vector<std::vector<int32_t>> release_after;
 };
 
 // The capture of one thread (see graph_replay.h).
@@ -77,7 +83,7 @@ class GraphCapture {
         s.kind = Slot::Kind::kInput;
         s.input = static_cast<int>(i);
         tmpl_.slots.push_back(std::move(s));
-        keep_.push_back(t.storage());
+        keep_.push_back(t.storage().getWeakStorageImpl());
       }
     }
   }
@@ -123,8 +129,27 @@ class GraphCapture {
       tmpl_.outputs.push_back(Describe(o, "the graph's outputs"));
     }
     if (!refusal_.empty()) return nullptr;
-    for (size_t i = 0; i < tmpl_.slots.size(); ++i) {  // (keep_[i] is slot i's storage)
-      if (tmpl_.slots[i].kind == Slot::Kind::kFresh) tmpl_.slots[i].nbytes = keep_[i].nbytes();
+    constexpr size_t kKept = ~size_t{0};
+    std::vector<size_t> last(tmpl_.slots.size(), kKept);
+    auto note = [&](const ValueT& v, size_t at) {
+      for (const TensorRef& r : v.tensors) {
+        if (r.slot >= 0) last[r.slot] = at;
+      }
+    };
+    for (size_t i = 0; i < tmpl_.records.size(); ++i) {
+      for (const ValueT& v : tmpl_.records[i].args) note(v, i);
+      for (const ValueT& v : tmpl_.records[i].outputs) note(v, i);
+    }
+    for (const ValueT& v : tmpl_.outputs) {
+      for (const TensorRef& r : v.tensors) {
+        if (r.slot >= 0) last[r.slot] = kKept;
+      }
+    }
+    tmpl_.release_after.resize(tmpl_.records.size());
+    for (size_t slot = 0; slot < last.size(); ++slot) {
+      if (tmpl_.slots[slot].kind == Slot::Kind::kFresh && last[slot] != kKept) {
+        tmpl_.release_after[last[slot]].push_back(static_cast<int32_t>(slot));
+      }
     }
     return std::make_shared<GraphTemplate>(std::move(tmpl_));
   }
@@ -141,15 +166,20 @@ class GraphCapture {
       const void* data = t.storage().data();
       if (t.storage().nbytes() == 0 || allocated_.contains(data)) {
         slot.kind = Slot::Kind::kFresh;  // made during the graph: a new storage per replay
-        slot.nbytes = t.storage().nbytes();
       } else {
         slot.kind = Slot::Kind::kConst;  // made before: a constant the graph reads
         slot.constant = t.storage();
       }
       tmpl_.slots.push_back(std::move(slot));
-      keep_.push_back(t.storage());  // (so that no new storage reuses the address meanwhile)
+      // A weak reference: the StorageImpl's address is not reused while the capture lasts, and
+      // its use count (which a flush inside the capture reads) stays the program's.
+      keep_.push_back(t.storage().getWeakStorageImpl());
     }
     r.slot = it->second;
+    Slot& slot = tmpl_.slots[r.slot];
+    if (slot.kind == Slot::Kind::kFresh) {  // (resized out= results grow: keep the largest size)
+      slot.nbytes = std::max(slot.nbytes, t.storage().nbytes());
+    }
     r.sizes = t.sizes().vec();
     r.strides = t.strides().vec();
     r.offset = t.storage_offset();
@@ -213,7 +243,7 @@ class GraphCapture {
   absl::flat_hash_set<const void*> allocated_;
   absl::flat_hash_map<const c10::StorageImpl*, int> slot_of_;
   absl::flat_hash_map<const c10::TensorImpl*, int> input_impls_;
-  std::vector<c10::Storage> keep_;
+  std::vector<c10::weak_intrusive_ptr<c10::StorageImpl>> keep_;
 };
 
 namespace {
@@ -321,7 +351,8 @@ std::vector<c10::IValue> Run(const GraphTemplate& t, const std::vector<c10::IVal
     }
   }
   const int64_t flush_ns_before = scheduler::FlushNsOnThisThread();
-  for (const RecordT& r : t.records) {
+  for (size_t i = 0; i < t.records.size(); ++i) {
+    const RecordT& r = t.records[i];
     std::vector<c10::IValue> args;
     args.reserve(r.args.size());
     for (const ValueT& a : r.args) args.push_back(Value(a, st, inputs));
@@ -330,6 +361,7 @@ std::vector<c10::IValue> Run(const GraphTemplate& t, const std::vector<c10::IVal
     for (const ValueT& o : r.outputs) record.outputs.push_back(Value(o, st, inputs));
     record.source = r.source;
     ThrowIfError(state.stream.Record(std::move(record), runtime::profiler::NowUs()));
+    for (int32_t slot : t.release_after[i]) st[slot] = c10::Storage();
   }
   for (int k : t.written_inputs) inputs[k].toTensor().unsafeGetTensorImpl()->bump_version();
   std::vector<c10::IValue> outputs;

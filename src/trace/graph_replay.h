@@ -12,7 +12,9 @@
 //    a collective, an argument or output that is not a tensor, tensor list or plain constant.
 //  - Replay: the same records over this call's storages, appended to the stream as the recorder
 //    appended them (same ops, order, content, source lines), so the plan and code caches find
-//    every group again. In-place writes of inputs bump their version counters, as the
+//    every group again. A replay drops its handle on a storage the graph made after the last
+//    record that uses it, as the graph's code drops an intermediate, so a flush inside the replay
+//    decides the same temporaries and outputs as in the capture. In-place writes of inputs bump their version counters, as the
 //    dispatcher's ADInplaceOrView kernel would have.
 //  - Templates are keyed by the inputs' signature: per tensor its dtype, sizes, strides, offset,
 //    math bits and which earlier input shares its storage; other inputs by value. A signature

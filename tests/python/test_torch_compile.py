@@ -149,13 +149,31 @@ for idx in [[1, 2], [3, 4], [9, 1], [0, 5]]:
     except IndexError as e:
         out["index"].append("IndexError" + (" names the op" if "aten::index" in str(e) else ""))
         out["index_message"] = str(e)
+# A graph long enough to be flushed in the middle of its capture and its replays
+# (NEURON_MAX_GROUP_OPS=16): each flush sees the same references in both (the capture holds no
+# storage, a replay drops its handle on an intermediate after its last use), so the groups have
+# the same temporaries and outputs and no plan or build is new.
+def chain(x, y):
+    for _ in range(40):
+        x = (x + y).sin() * 0.5
+    return x
+cg = torch.compile(chain, backend="neuron")
+a, b = torch.randn(64, device="neuron"), torch.randn(64, device="neuron")
+want = chain(a.cpu(), b.cpu())  # (a sync: the capture's first segment starts with the graph too)
+keys = ("compiles", "plan_cache_misses", "temporaries_elided", "storages_released_early", "graph_replays")
+out["long"], out["long_counts"] = [], []
+for i in range(4):
+    s1 = torch_trn.stats()
+    out["long"].append(torch.allclose(cg(a, b).cpu(), want, atol=1e-5))
+    s2 = torch_trn.stats()
+    out["long_counts"].append([s2[k] - s1[k] for k in keys])
 print(json.dumps(out))
 """
 
 
 @pytest.mark.parametrize("run_mode", ["compile", "eager"])
 def test_replay_cases(run_mode):
-    got = last_json(run_python(REPLAY_CASES, env={"NEURON_MODE": run_mode}))
+    got = last_json(run_python(REPLAY_CASES, env={"NEURON_MODE": run_mode, "NEURON_MAX_GROUP_OPS": "16"}))
     assert got["fallback"] == [True] * 3 and got["fallback_counts"] == [0, 1], got
     assert got["inplace"] == [True] * 5 and got["versions"] == [1, 2, 3, 4], got
     assert got["inplace_counts"] == [3, 0], got  # captured at the first call, replayed after
@@ -163,6 +181,13 @@ def test_replay_cases(run_mode):
     assert got["aliases"] == [True] * 9, got
     assert got["shapes"] == [True] * 6, got
     assert got["index"] == [[2.0, 4.0], [6.0, 8.0], "IndexError names the op", [0.0, 10.0]], got
+    assert got["long"] == [True] * 4, got
+    capture, replays = got["long_counts"][0], got["long_counts"][1:]
+    assert capture[4] == 0 and all(r[4] == 1 for r in replays), got
+    if run_mode == "compile":  # (eager mode compiles nothing and keeps every storage)
+        assert capture[0] > 0 and capture[2] > 0, got
+        for r in replays:  # nothing new to plan or build; the same temporaries and early frees
+            assert r[:2] == [0, 0] and r[2:4] == capture[2:4], got
     # The model's line (FX's stack_trace of the graph node), not the graph's generated code.
     assert "(gather_twice)" in got["index_message"] and "eval_with_key" not in got["index_message"], got
 
