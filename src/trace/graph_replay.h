@@ -5,17 +5,19 @@
 //  - Capture: while a GraphReplayer captures on a thread, every op that thread records is also
 //    kept, each tensor as (storage slot, geometry, dtype). A slot is one of the call's input
 //    storages, a storage allocated during the capture (a new one per replay) or any other
-//    storage (a constant the graph reads; kept alive). Anything a replay would not reproduce
-//    refuses the capture (the call itself still runs normally): a sync or host read, a host
-//    fallback, an immediate host -> device copy, set_ or resize_ (except of a storage the graph
-//    made: an out= result sized by its op), an in-place metadata change,
-//    a collective, an argument or output that is not a tensor, tensor list or plain constant.
+//    storage (a constant the graph reads; kept alive). The capture itself holds no storage (weak
+//    references only), so a flush inside it counts the program's references as without it.
+//    Anything a replay would not reproduce refuses the capture (the call itself still runs
+//    normally): a sync or host read, a host fallback, an immediate host -> device copy, set_ or
+//    resize_ (except of a storage the graph made: an out= result sized by its op), an in-place
+//    metadata change, a collective, an argument or output that is not a tensor, tensor list or
+//    plain constant.
 //  - Replay: the same records over this call's storages, appended to the stream as the recorder
 //    appended them (same ops, order, content, source lines), so the plan and code caches find
 //    every group again. A replay drops its handle on a storage the graph made after the last
-//    record that uses it, as the graph's code drops an intermediate, so a flush inside the replay
-//    decides the same temporaries and outputs as in the capture. In-place writes of inputs bump their version counters, as the
-//    dispatcher's ADInplaceOrView kernel would have.
+//    record that uses it, as the graph's code drops an intermediate, so a flush inside the
+//    replay decides the same temporaries and outputs as the capture did. In-place writes of
+//    inputs bump their version counters, as the dispatcher's ADInplaceOrView kernel would have.
 //  - Templates are keyed by the inputs' signature: per tensor its dtype, sizes, strides, offset,
 //    math bits and which earlier input shares its storage; other inputs by value. A signature
 //    whose capture was refused is remembered and runs normally from then on.
