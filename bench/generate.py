@@ -69,7 +69,8 @@ with torch.no_grad():
 out = {"first": first, "calls": times}
 if row != "cpu":
     s = torch_trn.stats()
-    out.update(compiles=s.get("compiles", 0), ops_executed=s["ops_executed"], ops_compiled=s.get("ops_run_compiled", 0))
+    out.update(compiles=s.get("compiles", 0), ops_executed=s["ops_executed"], ops_compiled=s.get("ops_run_compiled", 0),
+               replays=s.get("graph_replays", 0), refused=s.get("graph_captures_refused", 0))
 if row == "dynamo":
     from torch._dynamo.utils import counters
     out["dynamo_graphs"] = counters["stats"]["unique_graphs"]
@@ -126,7 +127,9 @@ def main():
         print(f"{row:9s} {r['median']:8.1f} {r['tps'][0]:8.1f} {r['tps'][-1]:8.1f} {ratio(cpu):>6s} {ratio(eager):>6s} "
               f"{r['first']:8.2f} {r.get('compiles', '-'):>8} {compiled:>12s}")
     if "dynamo" in results:
-        print(f"\ndynamo: {results['dynamo'].get('dynamo_graphs')} Dynamo graphs")
+        d = results["dynamo"]
+        print(f"\ndynamo: {d.get('dynamo_graphs')} Dynamo graphs, {d.get('replays')} graph replays, "
+              f"{d.get('refused')} captures refused")
     print("ratios: tokens/s over the cpu (eager) row's; > 1 is faster. first s: the first call, compiles included "
           "(disk cache off). ops compiled: over the whole process, first call included")
 
