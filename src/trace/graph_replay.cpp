@@ -126,6 +126,9 @@ class GraphCapture {
           continue;
         }
       }
+      if (o.isTensor() && o.toTensor().defined() && !runtime::IsDeviceTensor(o.toTensor())) {
+        Refuse("a host tensor output (a replay would return the same object every call)");
+      }
       tmpl_.outputs.push_back(Describe(o, "the graph's outputs"));
     }
     if (!refusal_.empty()) return nullptr;

@@ -7,7 +7,8 @@
   compile mode, 300 steps from step 100 on, ~20-30 s on a busy 2-core machine): the process RSS
   grows by less than a bound, device memory (torch_trn.memory_stats) at a sync
   point is exactly the same, the executor's queue depth (ops submitted, not yet run) seen before
-  each sync does not grow, and the compile caches, the compile history and the source table stay
+  each sync never exceeds that step's own ops (nothing of an earlier step still waits; how much
+  of the step already ran depends on timing), and the compile caches, the compile history and the source table stay
   the same size. Growth bounds, not timings.
 """
 from helpers import last_json, run_python
@@ -70,19 +71,21 @@ def snapshot():
                 compiles=c["compiles"])
 
 
-depths = []
+depths, step_ops = [], []
 marks = {}
 for step in range(1, STEPS + 1):
+    recorded = torch_trn.stats()["ops_recorded"]
     # a different mix of shapes would be a different program: the same step, over and over
     loss = nn.functional.cross_entropy(model(data), target)
     opt.zero_grad(set_to_none=True)
     loss.backward()
     opt.step()
     depths.append(torch_trn._C.pending())  # queued, not yet run (before the sync)
+    step_ops.append(torch_trn.stats()["ops_recorded"] - recorded)
     value = loss.item()
     if step in (WARM, STEPS):
         marks[step] = snapshot()
-print(json.dumps(dict(marks=marks, depths=depths, loss=value)))
+print(json.dumps(dict(marks=marks, depths=depths, step_ops=step_ops, loss=value)))
 """
 
 
@@ -107,7 +110,8 @@ def check_loop(mode, warm, steps):
     # 4 KiB x 800 = 3.2 MiB; of one small record or string per op, more). Measured: +0 and
     # +4 KiB over steps 200-400 in compile and adaptive mode.
     assert late["rss"] - early["rss"] < 3 * MB, (mode, (late["rss"] - early["rss"]) / MB)
-    # queue depth before each sync: bounded by one step's ops, never growing
-    depths = r["depths"]
-    settled = depths[warm - 50:warm + 50]
-    assert max(depths[-100:]) <= max(settled), (mode, max(settled), max(depths[-100:]))
+    # queue depth before each sync: at most the step's own ops (each sync drains the queue, so
+    # nothing of an earlier step may still wait). How many of them the executor has already run
+    # depends on timing, so that is all a test can ask.
+    for i, (depth, ops) in enumerate(zip(r["depths"], r["step_ops"])):
+        assert 0 <= depth <= ops, (mode, i + 1, depth, ops)

@@ -116,6 +116,14 @@ for i in range(4):
     versions.append(buf_d._version)
 ok.append(torch.allclose(buf_d.cpu(), buf_c))
 out["inplace"], out["versions"], out["inplace_counts"] = ok, versions, delta(before)
+# A host tensor among the outputs: refused (a replay would hand out the same object every call).
+ch = torch.compile(lambda x: (x * 2, torch.arange(3.0) + 1), backend="neuron")
+before, outs = counts(), []
+for i in range(3):
+    dev_out, host_out = ch(torch.full((2,), float(i), device="neuron"))
+    outs.append(dev_out.cpu().tolist() == [2.0 * i] * 2 and host_out.tolist() == [1.0, 2.0, 3.0])
+    host_out.add_(100)  # the caller owns it: the next call must not see this
+out["host_output"], out["host_output_counts"] = outs, delta(before)
 # Dropout: a new mask every call, never the captured one.
 cc = torch.compile(lambda x: F.dropout(x, 0.5, training=True), backend="neuron")
 ones = torch.ones(256, device="neuron")
@@ -177,6 +185,7 @@ def test_replay_cases(run_mode):
     assert got["fallback"] == [True] * 3 and got["fallback_counts"] == [0, 1], got
     assert got["inplace"] == [True] * 5 and got["versions"] == [1, 2, 3, 4], got
     assert got["inplace_counts"] == [3, 0], got  # captured at the first call, replayed after
+    assert got["host_output"] == [True] * 3 and got["host_output_counts"][0] == 0, got
     assert got["masks_equal_first"] == [False] * 3 and got["masks_valid"] == [True] * 4, got
     assert got["aliases"] == [True] * 9, got
     assert got["shapes"] == [True] * 6, got
