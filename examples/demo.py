@@ -5,8 +5,9 @@
 Runs examples/train_demo.py (device vs CPU eager, losses compared every step) once per mode in
 a fresh process: eager, compile, then adaptive with the profiler on, each with an empty disk
 cache (<out>/cache/<mode>); then compile mode once more, restarted on the compile run's warm disk
-cache (it loads every group instead of compiling it); and compile mode on NEURON_TARGET=trn2 (the
-NeuronCore model). Writes the adaptive run's
+cache (it loads every group instead of compiling it); compile mode with the loss and the
+optimizer step under torch.compile(backend="neuron") (graphs replayed after their first call:
+no per-op recording); and compile mode on NEURON_TARGET=trn2 (the NeuronCore model). Writes the adaptive run's
 overlap timeline as <out>/adaptive_trace.json (open it in https://ui.perfetto.dev) and
 <out>/adaptive_trace.png, prints the timeline summary, and a table of the three runs. Exits 1
 if any run fails or diverges from CPU.
@@ -24,23 +25,25 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
 
 
-def run(mode, steps, out_dir, profile=None, warm=False, target=None):
+def run(mode, steps, out_dir, profile=None, warm=False, target=None, torch_compile=False):
     env = {k: v for k, v in os.environ.items() if not k.startswith("NEURON_")}
     env["NEURON_MODE"] = mode
-    env["NEURON_CACHE_DIR"] = os.path.join(out_dir, "cache", mode + (f"_{target}" if target else ""))
+    env["NEURON_CACHE_DIR"] = os.path.join(out_dir, "cache", mode + (f"_{target}" if target else "")
+                                           + ("_torch_compile" if torch_compile else ""))
     if target:
         env["NEURON_TARGET"] = target
     if not warm:
         shutil.rmtree(env["NEURON_CACHE_DIR"], ignore_errors=True)
     if profile:
         env["NEURON_PROFILE"] = profile
-    label = mode + ("_warm" if warm else "") + (f"_{target}" if target else "")
+    label = mode + ("_warm" if warm else "") + (f"_{target}" if target else "") + ("_torch_compile" if torch_compile else "")
     result = os.path.join(out_dir, f"{label}.json")
     print(f"\n=== NEURON_MODE={mode}{' (restart: warm disk cache)' if warm else ''}"
-          f"{f' NEURON_TARGET={target} (NeuronCore model)' if target else ''} " + "=" * 40, flush=True)
+          f"{f' NEURON_TARGET={target} (NeuronCore model)' if target else ''}"
+          f"{' torch.compile(backend=neuron)' if torch_compile else ''} " + "=" * 40, flush=True)
     t0 = time.time()
     proc = subprocess.run([sys.executable, os.path.join(HERE, "train_demo.py"), "--steps", str(steps),
-                           "--json", result], env=env)
+                           "--json", result] + (["--torch-compile"] if torch_compile else []), env=env)
     wall = time.time() - t0
     if proc.returncode != 0:
         print(f"demo: the {mode} run failed (exit {proc.returncode})", file=sys.stderr)
@@ -61,6 +64,7 @@ def main():
     runs = {m: run(m, args.steps, args.out, trace if m == "adaptive" else None)
             for m in ("eager", "compile", "adaptive")}
     runs["compile, warm"] = run("compile", args.steps, args.out, warm=True)
+    runs["torch.compile"] = run("compile", args.steps, args.out, torch_compile=True)
     runs["compile, trn2"] = run("compile", args.steps, args.out, target="trn2")
     if any(r is None for r in runs.values()):
         return 1
@@ -85,7 +89,9 @@ def main():
               f"{r['compiles']:8d} {r['compile_ms'] / 1e3:9.1f} {100 * share:11.1f}% {r['worst_rel']:12.1e}")
     print("(first step: the device's first training step; steady: median of steps 5..N; total: the "
           "device steps only, CPU reference excluded; 'compile, warm': compile mode restarted on the "
-          "first compile run's disk cache; 'compile, trn2': groups run as NeuronCore instruction "
+          "first compile run's disk cache; 'torch.compile': compile mode, the loss and the optimizer step "
+          "through torch.compile(backend=\"neuron\"), replayed without per-op recording after the first "
+          "call; 'compile, trn2': groups run as NeuronCore instruction "
           "streams on the NeuronCore model, wall times are the model's, not a Trainium's)")
     dev = runs["compile, trn2"].get("device")
     if dev:

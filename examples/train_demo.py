@@ -2,6 +2,11 @@
 
     PYTHONPATH=python python3 examples/train_demo.py
     NEURON_MODE=adaptive PYTHONPATH=python python3 examples/train_demo.py
+    NEURON_MODE=compile PYTHONPATH=python python3 examples/train_demo.py --torch-compile
+
+With --torch-compile the device's loss and optimizer step go through
+torch.compile(backend="neuron") (AdamW with capturable=True, so that its graph is replayed too:
+docs/ecosystem.md, "Graph replay").
 
 Both runs start from the same weights (the device model is loaded from the CPU model's
 state_dict) and see the same batches. Exits with status 1 when a step's losses differ by more
@@ -29,13 +34,20 @@ def main() -> int:
     parser.add_argument("--steps", type=int, default=10)
     parser.add_argument("--model", default="gpt", choices=["gpt", "gpt_sdpa"])
     parser.add_argument("--json", help="also write the run's numbers (losses, times, stats) here")
+    parser.add_argument("--torch-compile", action="store_true",
+                        help='the device loss and optimizer step through torch.compile(backend="neuron")')
     args = parser.parse_args()
 
     dev = torch_trn.device()
     cpu_model = make_model(args.model)
     dev_model = clone_to(args.model, cpu_model, dev)
     cpu_opt = torch.optim.AdamW(cpu_model.parameters(), lr=1e-2, weight_decay=0.01)
-    dev_opt = torch.optim.AdamW(dev_model.parameters(), lr=1e-2, weight_decay=0.01)
+    dev_opt = torch.optim.AdamW(dev_model.parameters(), lr=1e-2, weight_decay=0.01,
+                                capturable=args.torch_compile)
+    dev_loss, dev_step = dev_model.loss, dev_opt.step
+    if args.torch_compile:
+        dev_loss = torch.compile(dev_model.loss, backend="neuron")
+        dev_step = torch.compile(dev_opt.step, backend="neuron")
 
     print(f"model={args.model} params={sum(p.numel() for p in cpu_model.parameters())} "
           f"mode={torch_trn.mode()} device={dev}")
@@ -45,9 +57,9 @@ def main() -> int:
     step_times, losses = [], []
     for step, (x, y) in enumerate(make_batches(args.model, args.steps)):
         t0 = time.perf_counter()
-        loss = dev_model.loss(x.to(dev), y.to(dev))
+        loss = dev_loss(x.to(dev), y.to(dev))
         loss.backward()
-        dev_opt.step()
+        dev_step()
         dev_opt.zero_grad()
         loss_dev = loss.item()                       # sync point: the stream runs up to here
         t1 = time.perf_counter()
@@ -77,6 +89,9 @@ def main() -> int:
     print(f"wall time:       neuron {t_dev:.2f}s, cpu {t_cpu:.2f}s for {args.steps} steps")
     print(f"compiled:        {s['ops_run_compiled']} of {s['ops_executed']} ops executed ran compiled; "
           f"{s['compiles']} compiles ({s['compile_ms'] / 1e3:.1f} s of compile time)")
+    if args.torch_compile:
+        print(f"torch.compile:   {s['graph_replays']} graph calls replayed ({s['graph_replay_ops']} ops), "
+              f"{s['graph_captures_refused']} captures refused")
     print(f"max rel.diff:    {worst:.2e} (tolerance {REL_TOL:g})")
     dev = s.get("device")
     if dev:  # NEURON_TARGET=trn2|trn3: the modeled NeuronCore
@@ -88,6 +103,7 @@ def main() -> int:
             json.dump({"mode": torch_trn.mode(), "steps": step_times, "losses": losses, "worst_rel": worst,
                        "compiles": s["compiles"], "compile_ms": s["compile_ms"],
                        "ops_run_compiled": s["ops_run_compiled"], "ops_executed": s["ops_executed"],
+                       "graph_replays": s["graph_replays"],
                        "device": dev}, f)
     if worst > REL_TOL:
         print("FAIL: losses diverged", file=sys.stderr)
