@@ -1,6 +1,7 @@
 // The instant tier's per-op tile kernels: float32 elementwise ops over one tile (a few thousand
-// elements kept in L1), written with ATen's own vector type (at::vec::Vectorized<float>, AVX2 +
-// FMA, with the Sleef functions libtorch exports), so each kernel computes what ATen's CPU kernel
+// elements kept in L1), written with ATen's own vector type (at::vec::Vectorized<float> for
+// AVX-512 or AVX2 + FMA, the widest the CPU runs, as ATen picks; with the Sleef functions libtorch
+// exports: instant_kernels_impl.h), so each kernel computes what ATen's CPU kernel
 // computes for the same op (same formulas: add's fmadd by alpha, lerp's two-sided form,
 // sigmoid as 1 / (1 + exp(-x)), gelu through erf). No code is generated: instant_program.h strings
 // them together per group.
@@ -48,7 +49,7 @@ struct TileCall {
   float* out = nullptr;
 };
 
-// Whether this CPU runs the kernels (AVX2 and FMA); without them the instant tier is off.
+// Whether this CPU runs the kernels (AVX2 and FMA at least); without them the instant tier is off.
 bool Available();
 
 // Runs `call` over `n` elements (out may be one of the inputs: each element is read before it is
