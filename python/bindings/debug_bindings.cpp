@@ -186,6 +186,7 @@ py::list GroupBenchTable() {
     d["instant_runs"] = r.instant_runs;
     d["instant_median_ns"] = r.instant_median_ns;
     d["instant_op_by_op_median_ns"] = r.instant_op_by_op_median_ns;
+    d["instant_ratio_median"] = r.instant_ratio_median;
     rows.append(d);
   }
   return rows;

@@ -99,6 +99,14 @@ std::vector<GroupBenchRow> GroupBench::Rows() const {
     out.back().op_by_op_median_ns = Median(entry.op_by_op);
     out.back().instant_median_ns = Median(entry.instant);
     out.back().instant_op_by_op_median_ns = Median(entry.instant_op_by_op);
+    std::vector<double> ratios;
+    for (size_t i = 0; i < entry.instant.size(); ++i) {
+      ratios.push_back(static_cast<double>(entry.instant[i]) / static_cast<double>(std::max<int64_t>(entry.instant_op_by_op[i], 1)));
+    }
+    if (!ratios.empty()) {
+      std::nth_element(ratios.begin(), ratios.begin() + ratios.size() / 2, ratios.end());
+      out.back().instant_ratio_median = ratios[ratios.size() / 2];
+    }
   }
   return out;
 }

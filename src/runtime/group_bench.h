@@ -33,6 +33,8 @@ struct GroupBenchRow {
   int64_t instant_runs = 0;
   int64_t instant_median_ns = 0;
   int64_t instant_op_by_op_median_ns = 0;
+  // Median over runs of instant / op by op of the same run (paired: robust to a loaded machine).
+  double instant_ratio_median = 0;
 };
 
 class GroupBench {
