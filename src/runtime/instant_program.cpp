@@ -43,13 +43,16 @@ constexpr OpForm kForms[] = {
     {"pow", Kernel::kPow, {"self"}, "exponent", 1},
     {"copy", Kernel::kCopy, {"src"}, nullptr, 1},
     {"abs", Kernel::kAbs, {"self"}, nullptr, 1},
+    {"fill", Kernel::kCopy, {"value"}, nullptr, 1},
+    {"zero", Kernel::kCopy, {}, nullptr, 1},  // (a constant 0 input)
 };
 
 // Overloads a form accepts (the others: rounding modes, tensor weights, scalar bases, ...).
 bool OverloadAccepted(std::string_view base, bool in_place, std::string_view overload) {
   if (base == "lerp") return overload == "Scalar" || overload == "Scalar_out";
   if (base == "pow") return in_place ? overload == "Scalar" : (overload == "Tensor_Scalar" || overload == "Tensor_Scalar_out");
-  if (base == "copy") return in_place && overload.empty();
+  if (base == "copy" || base == "zero") return in_place && overload.empty();
+  if (base == "fill") return in_place && (overload == "Scalar" || overload == "Tensor");
   return overload.empty() || overload == "out" || overload == "Tensor" || overload == "Scalar" || overload == "Scalar_out";
 }
 
@@ -185,6 +188,9 @@ std::optional<Proto> Classify(const OpRecord& r, int32_t index, std::vector<int6
     } else {
       return std::nullopt;
     }
+  }
+  if (p.nin == 0) {  // zero_
+    p.in[p.nin++].kind = 5;  // kZero
   }
   if (!any_full && form->kernel != Kernel::kCopy) return std::nullopt;  // (a 0-d op broadcast: not ours)
   if (form->param != nullptr) {
@@ -390,6 +396,9 @@ bool InstantProgram::RunChain(int32_t index, const std::vector<OpRecord>& ops) c
           call.sv[j] = ReadZeroDim(v.toTensor());
           break;
         }
+        case Src::kZero:
+          call.sv[j] = 0;
+          break;
         case Src::kNone:
           return false;
       }

@@ -1,8 +1,8 @@
 // The instant tier: a group's first tier, which needs no code generation. Until its compiled code
 // is ready, a group runs through an InstantProgram: maximal runs of consecutive elementwise
 // float32 ops (add/sub/mul/div with tensor, 0-d or Scalar operands and alpha; neg, relu, sqrt,
-// rsqrt, reciprocal, exp, log, tanh, sigmoid, gelu, pow by a scalar; the optimizers' in-place
-// mul_/add_/addcmul_/addcdiv_/lerp_/copy_) become *chains*, run tile by tile (kTileElems
+// rsqrt, reciprocal, exp, log, tanh, sigmoid, gelu, abs, pow by a scalar; the optimizers' in-place
+// mul_/add_/addcmul_/addcdiv_/lerp_/copy_, fill_ and zero_) become *chains*, run tile by tile (kTileElems
 // elements, kept in L1) through the precompiled kernels of instant_kernels.h, as numexpr does;
 // every other op runs with ATen exactly as op by op. Inside a chain a value is stored to device
 // memory only when something outside the chain may read it: the storage is one the group writes
@@ -64,7 +64,7 @@ class InstantProgram {
  private:
   // Where a chain op's input comes from, or where its result goes.
   struct Src {
-    enum Kind : uint8_t { kMem, kScratch, kScalar, kZeroDim, kNone } kind = kNone;
+    enum Kind : uint8_t { kMem, kScratch, kScalar, kZeroDim, kNone, kZero } kind = kNone;  // kZero: 0.0
     int16_t arg = -1;     // kMem / kScalar / kZeroDim: argument index in the op's record (-1: outputs[0])
     int16_t scratch = -1;  // kScratch: scratch tile
   };

@@ -66,7 +66,7 @@ def zero_dim(x, y, z):
     a = x * s32 + y / s64
     b = a - i64 + 2
     return a, b * z
-def in_place(x, y, z):   # the optimizers' ops on user-visible tensors, and copy_
+def in_place(x, y, z):   # the optimizers' ops on user-visible tensors, copy_, fill_, zero_
     x.mul_(0.9).add_(y, alpha=0.1)
     z.lerp_(y, 0.3)
     m = z.clone()
@@ -75,7 +75,13 @@ def in_place(x, y, z):   # the optimizers' ops on user-visible tensors, and copy
     w = torch.empty_like(x)
     w.copy_(x * 2)
     z.lerp_(x, 0.75)
-    return x, y, z, w
+    v = torch.empty_like(x)
+    v.fill_(2.5)
+    v.mul_(y)
+    u = torch.empty_like(x)
+    u.zero_()
+    u.add_(z, alpha=3)
+    return x, y, z, w, v, u
 for n in (1, 7, 1024, 5000, 70000):
     x, y, z = [torch.randn(n) for _ in range(3)]
     for fn in (arith, transcendental, zero_dim, in_place):
