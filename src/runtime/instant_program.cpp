@@ -367,7 +367,9 @@ bool InstantProgram::RunChain(int32_t index, const std::vector<OpRecord>& ops) c
   thread_local std::vector<float> scratch;
   calls.clear();
   in_memory.clear();
-  scratch.resize(static_cast<size_t>(chain.scratch) * kTileElems);
+  // (grown only: resizing down and up again would zero the tiles each time)
+  const size_t scratch_elems = static_cast<size_t>(chain.scratch) * kTileElems;
+  if (scratch.size() < scratch_elems) scratch.resize(scratch_elems);
   for (const ChainOp& op : chain.ops) {
     if (op.out.kind == Src::kNone) continue;  // nothing reads it
     const OpRecord& r = ops[static_cast<size_t>(op.op)];
