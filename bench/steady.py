@@ -32,6 +32,12 @@ drift between runs, ratios much less.
 
 --groups (NEURON_BENCH_GROUPS=1, compile mode only): every compiled group also runs op by op on
 the same buffers; prints per group its compiled and op-by-op time and its ops, and the total.
+
+--instant-groups (NEURON_BENCH_GROUPS=1, adaptive mode): the same per group for its three tiers:
+op by op, the instant tier (its runs before its code was ready, in the warm-up steps) and compiled
+(after wait_for_compiles()); groups that had both an instant and a compiled run, medians. With
+--env NEURON_TEST_COMPILE_FAULT=slow nothing compiles during the warm-up: every group there runs
+in the instant tier (the compiled column is then 0 for groups not compiled by the timed steps).
 """
 import argparse
 import json
@@ -190,6 +196,24 @@ def print_groups(model, r):
               f"{g['compiled_median_ns'] / max(g['op_by_op_median_ns'], 1):6.2f} {g['num_ops']:4d}  {g['ops'][:110]}")
 
 
+def print_instant_groups(model, r, args_instant_only=False):
+    """Per group: op by op vs the instant tier (runs without code) vs compiled (medians)."""
+    rows = [g for g in r.get("groups", []) if g["instant_runs"] and (g["runs"] or args_instant_only)]
+    rows.sort(key=lambda g: -g["instant_op_by_op_median_ns"])
+    to = sum(g["instant_op_by_op_median_ns"] for g in rows)
+    ti = sum(g["instant_median_ns"] for g in rows)
+    tc = sum(g["compiled_median_ns"] for g in rows)
+    print(f"\n{model}: {len(rows)} groups run in the instant tier{'' if args_instant_only else ' and compiled'}; one run of each: "
+          f"op by op {to / 1e3:.1f} us, instant {ti / 1e3:.1f} us, compiled {tc / 1e3:.1f} us "
+          f"(instant / op by op = {ti / max(to, 1):.2f}, compiled / op by op = {tc / max(to, 1):.2f})")
+    print(f"  {'op-by-op us':>11s} {'instant us':>10s} {'compiled us':>11s} {'inst/obo':>8s} {'paired':>6s} {'runs':>4s} {'ops':>4s}  ops")
+    for g in rows:
+        print(f"  {g['instant_op_by_op_median_ns'] / 1e3:11.1f} {g['instant_median_ns'] / 1e3:10.1f} "
+              f"{g['compiled_median_ns'] / 1e3:11.1f} {g['instant_median_ns'] / max(g['instant_op_by_op_median_ns'], 1):8.2f} "
+              f"{g['instant_ratio_median']:6.2f} {g['instant_runs']:4d} {g['num_ops']:4d}  {g['ops'][:90]}")
+    print("  (paired: median over runs of instant / op by op of the same run)")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--models", default="mlp,cnn,gpt,demo")
@@ -201,12 +225,19 @@ def main():
     ap.add_argument("--clock", default="wall", choices=["wall", "thread_cpu"],
                     help="clock of the breakdown (thread_cpu: CPU time of the working thread)")
     ap.add_argument("--groups", action="store_true", help="compile mode, per group: compiled vs op by op")
+    ap.add_argument("--instant-groups", action="store_true",
+                    help="adaptive mode, per group: op by op vs instant tier vs compiled")
     ap.add_argument("--env", default="", help="NAME=VALUE,... set in every neuron process (e.g. NEURON_MATMUL_THREADS=1)")
     ap.add_argument("--json", help="also write every result here")
     args = ap.parse_args()
     args.env = dict(kv.split("=", 1) for kv in args.env.split(",") if kv)
     models = args.models.split(",")
     with tempfile.TemporaryDirectory() as tmp:
+        if args.instant_groups:
+            for model in models:
+                print_instant_groups(model, run(model, "adaptive", args, tmp, {"NEURON_BENCH_GROUPS": "1"}),
+                                     args.env.get("NEURON_TEST_COMPILE_FAULT") == "slow")
+            return
         if args.groups:
             for model in models:
                 r = run(model, "compile", args, tmp, {"NEURON_BENCH_GROUPS": "1"})

@@ -14,7 +14,11 @@ sees: from the moment the process is started to the first loss on the host, inte
     adaptive   NEURON_MODE=adaptive   (background compiles, tiering -O0 then -O3)
   and with --extra: adaptive_notier (NEURON_TIERING=0: the background compiles go straight to
   NEURON_OPT_LEVEL), adaptive_o0 (NEURON_OPT_LEVEL=0: one -O0 build only), compile_1thread
-  (NEURON_COMPILE_WORKERS=1: compile mode builds a segment's groups one at a time).
+  (NEURON_COMPILE_WORKERS=1: compile mode builds a segment's groups one at a time),
+  adaptive_noinstant (NEURON_INSTANT_TIER=0: groups without code run op by op).
+
+A second table gives per neuron row the wall time of the first 10 steps against eager's, and per
+step the share of ops run fused: compiled, or in a chain of the instant tier (docs/adaptive.md).
 
 Steady step = median of steps 5..N (1-based). Every neuron run is profiled (the same for all
 modes). "hidden" is the share of compile time off the program's critical path (on a compile
@@ -73,7 +77,8 @@ prof = None
 if mode != "cpu" and os.environ.get("TTFS_PROFILE"):
     prof = torch_trn.profile(os.environ["TTFS_PROFILE"])
     prof.__enter__()
-times, losses, ttfs = [], [], None
+times, losses, ttfs, per_step = [], [], None, []
+last = (0, 0, 0)
 for x, y in batches:
     t = time.perf_counter()
     loss = model.loss(x.to(dev), y.to(dev))
@@ -82,7 +87,13 @@ for x, y in batches:
     times.append(time.perf_counter() - t)
     if ttfs is None:
         ttfs = time.time() - T0
-out = {"ttfs": ttfs, "import": T_IMPORTED - T0, "import_trn": T_TRN - T_TORCH, "steps": times, "losses": losses}
+    if mode != "cpu":  # this step's ops: executed, run compiled, run in instant-tier chains
+        s = torch_trn.stats()
+        now = (s["ops_executed"], s["ops_run_compiled"], s["ops_chained_instant"])
+        per_step.append([b - a for a, b in zip(last, now)])
+        last = now
+out = {"ttfs": ttfs, "import": T_IMPORTED - T0, "import_trn": T_TRN - T_TORCH, "steps": times, "losses": losses,
+       "per_step": per_step}
 if mode != "cpu":
     if prof is not None:
         prof.__exit__(None, None, None)
@@ -98,6 +109,7 @@ MODES = {
     "compile": {"NEURON_MODE": "compile"},
     "adaptive": {"NEURON_MODE": "adaptive"},
     "adaptive_notier": {"NEURON_MODE": "adaptive", "NEURON_TIERING": "0"},
+    "adaptive_noinstant": {"NEURON_MODE": "adaptive", "NEURON_INSTANT_TIER": "0"},
     "adaptive_o0": {"NEURON_MODE": "adaptive", "NEURON_OPT_LEVEL": "0"},
     "compile_1thread": {"NEURON_MODE": "compile", "NEURON_COMPILE_WORKERS": "1"},
 }
@@ -133,7 +145,8 @@ def main():
     ap.add_argument("--models", default="mlp,cnn,gpt")
     ap.add_argument("--steps", type=int, default=10)
     ap.add_argument("--modes", default="cpu,eager,compile,adaptive", help="comma list of the main rows to run")
-    ap.add_argument("--extra", default="", help="comma list of extra rows: adaptive_notier,adaptive_o0,compile_1thread")
+    ap.add_argument("--extra", default="",
+                    help="comma list of extra rows: adaptive_notier,adaptive_noinstant,adaptive_o0,compile_1thread")
     ap.add_argument("--repeat", type=int, default=1,
                     help="runs per (model, mode); the run with the median TTFS is reported (TTFS "
                          "varies by ~0.3 s between processes here, mostly in `import torch`)")
@@ -182,6 +195,18 @@ def main():
           "critical path; overlap: compile time while the executor was busy")
     print("targets: adaptive TTFS <= 1.1 x eager and <= 0.6 x compile; adaptive steady <= 1.1 x compile; "
           "hidden >= 90%; +trn <= 0.3 s")
+    print()
+    shown = min(args.steps, 10)
+    print(f"{'model':5s} {'mode':18s} {'first ' + str(shown) + ' steps s':>16s} {'/eager':>7s}  "
+          f"ops run fused per step (compiled + instant chains), steps 1..{shown}")
+    for model in args.models.split(","):
+        e = results.get((model, "eager"))
+        for mode in modes:
+            r = results[(model, mode)]
+            first = sum(r["steps"][:shown])
+            base = f"{first / sum(e['steps'][:shown]):7.2f}" if e else f"{'-':>7s}"
+            shares = " ".join(f"{(c + i) / max(n, 1):4.0%}" for n, c, i in r.get("per_step", [])[:shown])
+            print(f"{model:5s} {mode:18s} {first:16.2f} {base}  {shares}")
     if args.json:
         with open(args.json, "w") as f:
             json.dump({f"{m}/{mo}": r for (m, mo), r in results.items()}, f, indent=1)

@@ -93,6 +93,11 @@ py::dict Stats() {
   out["ops_awaiting_compile"] = s.ops_awaiting_compile;
   out["groups_awaiting_compile"] = s.groups_awaiting_compile;
   out["compile_queue_full"] = s.compile_queue_full;
+  out["groups_run_instant"] = s.groups_run_instant;
+  out["ops_run_instant"] = s.ops_run_instant;
+  out["ops_chained_instant"] = s.ops_chained_instant;
+  out["instant_programs"] = s.instant_programs;
+  out["instant_build_ns"] = s.instant_build_ns;
   out["shape_variants_refused"] = s.shape_variants_refused;
   out["compile_cache_entries"] = state.stream.compiler().cache().size();
   py::dict unlowered, failures;
@@ -181,6 +186,10 @@ py::list GroupBenchTable() {
     d["op_by_op_ns"] = r.op_by_op_ns;
     d["compiled_median_ns"] = r.compiled_median_ns;
     d["op_by_op_median_ns"] = r.op_by_op_median_ns;
+    d["instant_runs"] = r.instant_runs;
+    d["instant_median_ns"] = r.instant_median_ns;
+    d["instant_op_by_op_median_ns"] = r.instant_op_by_op_median_ns;
+    d["instant_ratio_median"] = r.instant_ratio_median;
     rows.append(d);
   }
   return rows;

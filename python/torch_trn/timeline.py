@@ -21,7 +21,8 @@ import sys
 from dataclasses import dataclass, field
 
 # How an execute event ran (the "kind" argument written by the runtime).
-KINDS = ("compiled", "awaiting_compile", "compile_failed", "not_lowered", "op")
+# "instant": a group without code run through its instant-tier program (docs/adaptive.md).
+KINDS = ("compiled", "instant", "awaiting_compile", "compile_failed", "not_lowered", "op")
 # Syncs that are not step boundaries.
 _NOT_STEPS = {"backpressure", "launch_blocking"}
 
@@ -133,7 +134,8 @@ def summarize(trace: Trace) -> dict:
         counts = {k: sum(int(e.args.get("ops", 1)) for e in in_step if e.args.get("kind") == k) for k in KINDS}
         steps.append({"end_ms": s.end / 1000.0, "ops": counts})
     first_all = next((i + 1 for i, st in enumerate(steps)
-                      if st["ops"]["compiled"] > 0 and st["ops"]["awaiting_compile"] == 0), None)
+                      if st["ops"]["compiled"] > 0 and st["ops"]["awaiting_compile"] == 0
+                      and st["ops"]["instant"] == 0), None)
     return {
         "mode": trace.mode,
         "wall_ms": (max((e.end for e in trace.events), default=0.0) - min((e.ts for e in trace.events), default=0.0)) / 1e3,
@@ -190,7 +192,7 @@ def format_summary(s: dict) -> str:
 
 
 _COLOURS = {
-    "compiled": "#2ca02c", "awaiting_compile": "#ffbf00", "compile_failed": "#d62728",
+    "compiled": "#2ca02c", "instant": "#bcbd22", "awaiting_compile": "#ffbf00", "compile_failed": "#d62728",
     "not_lowered": "#1f77b4", "op": "#9ecae1", "record": "#7f7f7f", "sync": "#e377c2",
     "compile0": "#ff7f0e", "compile1": "#9467bd", "plan": "#8c564b",
 }
@@ -228,7 +230,8 @@ def render(trace: Trace, png: str) -> None:
     ax.invert_yaxis()
     ax.set_xlabel("time since the profile started (ms)")
     ax.set_title(f"torch_trn overlap timeline (NEURON_MODE={trace.mode})")
-    labels = {"compiled": "run compiled", "awaiting_compile": "op by op (compiling)",
+    labels = {"compiled": "run compiled", "instant": "instant tier (compiling)",
+              "awaiting_compile": "op by op (compiling)",
               "compile_failed": "op by op (compile failed)", "not_lowered": "op by op (no lowering)",
               "op": "op (eager)", "record": "record", "sync": "sync wait", "plan": "plan a segment",
               "compile0": "compile, first build", "compile1": "compile, tier-up"}

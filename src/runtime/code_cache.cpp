@@ -7,6 +7,16 @@ CodeSlot::Code CodeSlot::code() const {
   return code_;
 }
 
+std::shared_ptr<const InstantProgram> CodeSlot::instant() const {
+  absl::MutexLock lock(&mu_);
+  return instant_;
+}
+
+void CodeSlot::SetInstant(std::shared_ptr<const InstantProgram> program) const {
+  absl::MutexLock lock(&mu_);
+  instant_ = std::move(program);
+}
+
 absl::Status CodeSlot::failure() const {
   absl::MutexLock lock(&mu_);
   return code_ != nullptr ? absl::OkStatus() : failure_;

@@ -25,6 +25,7 @@
 #include "absl/synchronization/mutex.h"
 #include "runtime/cache/cache_stats.h"
 #include "runtime/compiled_run.h"
+#include "runtime/instant_program.h"
 
 namespace trn::runtime {
 
@@ -53,6 +54,12 @@ class CodeSlot {
   void AddPayoffNs(int64_t ns) const { payoff_ns_.fetch_add(ns, std::memory_order_relaxed); }
   int64_t payoff_ns() const { return payoff_ns_.load(std::memory_order_relaxed); }
 
+  // The group's instant-tier program (instant_program.h): what runs while the slot has no code.
+  // Built by the executor on the key's first run without code and kept for every later unit of
+  // the key (null until then).
+  std::shared_ptr<const InstantProgram> instant() const;
+  void SetInstant(std::shared_ptr<const InstantProgram> program) const;
+
  private:
   bool Settled() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return code_ != nullptr || !failure_.ok(); }
 
@@ -61,6 +68,7 @@ class CodeSlot {
   int tier_ ABSL_GUARDED_BY(mu_) = -1;
   absl::Status failure_ ABSL_GUARDED_BY(mu_);
   mutable std::atomic<int64_t> payoff_ns_{0};  // an observation, not the slot's state
+  mutable std::shared_ptr<const InstantProgram> instant_ ABSL_GUARDED_BY(mu_);  // derived from the key
 };
 
 struct CodeCacheLimits {

@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "runtime/host_view.h"
+#include "runtime/instant_kernels.h"
 #include "runtime/blocking.h"
 #include "runtime/op_error.h"
 #include "runtime/op_runner.h"
@@ -272,9 +273,12 @@ bool Executor::PlanQueuedSegment() {
 namespace {
 
 // How a unit ran, for the profile.
-const char* UnitKind(const ExecUnit& unit, bool compiled) {
+const char* UnitKind(const ExecUnit& unit, bool compiled, bool instant = false) {
   if (compiled) {
     return "compiled";
+  }
+  if (instant) {
+    return "instant";  // no code yet (or a failed build): its instant program
   }
   if (unit.unlowered) {
     return "not_lowered";
@@ -320,11 +324,11 @@ bool ReadsPoison(const ExecUnit& unit) {
   return false;
 }
 
-std::vector<SourceId> DistinctLines(const std::vector<OpRecord>& ops) {
+std::vector<SourceId> DistinctLines(const std::vector<OpRecord>& ops, size_t begin = 0, size_t end = SIZE_MAX) {
   std::vector<SourceId> lines;
-  for (const OpRecord& op : ops) {
-    if (std::find(lines.begin(), lines.end(), op.source) == lines.end()) {
-      lines.push_back(op.source);
+  for (size_t i = begin; i < std::min(end, ops.size()); ++i) {
+    if (std::find(lines.begin(), lines.end(), ops[i].source) == lines.end()) {
+      lines.push_back(ops[i].source);
     }
   }
   return lines;
@@ -350,12 +354,18 @@ void Executor::RunUnit(ExecUnit& unit, bool poisoned) {
   // A unit that reads a poisoned storage runs op by op: its ops that read one are skipped.
   const bool reads_poison = !poisoned && ReadsPoison(unit);
   const bool compiled = unit.compiled.has_value() && unit.compiled->code != nullptr && !poisoned && !reads_poison;
+  // No code (yet): the key's instant program, when it has a chain (instant_program.h).
+  std::shared_ptr<const InstantProgram> program;
+  if (!compiled && options_.instant_tier && !poisoned && !reads_poison && unit.compiled.has_value() &&
+      unit.slot != nullptr && DeviceModel::Get() == nullptr && instant::Available()) {
+    program = InstantProgramOf(unit);
+  }
   const bool profile = profiler::Enabled();
   profiler::Event event;
   if (profile) {
     event.cat = "execute";
     event.begin_us = profiler::NowUs();
-    event.sargs = {{"kind", UnitKind(unit, compiled)}};
+    event.sargs = {{"kind", UnitKind(unit, compiled, program != nullptr)}};
     event.name = unit.key.empty() ? OpName(unit.ops.front().op)
                                   : absl::StrCat("group ", unit.key, " (", event.sargs[0].second, ")");
     if (!unit.key.empty()) {
@@ -375,6 +385,18 @@ void Executor::RunUnit(ExecUnit& unit, bool poisoned) {
     stats_->AddTime(HostTime::kExecCompiled, ns, n);
     if (unit.slot != nullptr && unit.compiled->code->tier == 0) unit.slot->AddPayoffNs(ns);  // for a tier-up
     if (op_by_op_ns >= 0) group_bench_.Record(unit.key, unit.ops, op_by_op_ns, ns);
+  } else if (program != nullptr) {
+    const bool awaiting = unit.slot->failure().ok();
+    const int64_t bench_ns = options_.bench_groups ? GroupBench::RunOpByOpAndRestore(unit.ops) : -1;
+    const int64_t instant_begin_ns = bench_ns >= 0 ? MonotonicNs() : begin_ns;
+    unit.compiled.reset();
+    RunInstant(unit, *program, profile && n > 1);
+    const int64_t ns = MonotonicNs() - instant_begin_ns;
+    stats_->AddTime(HostTime::kExecInstant, ns, n);
+    stats_->CountInstantRun(n, program->chained_ops());
+    // What its first build would save now: the time it takes in the instant tier (compile_pool.h).
+    if (awaiting) unit.slot->AddPayoffNs(ns);
+    if (bench_ns >= 0) group_bench_.RecordInstant(unit.key, unit.ops, bench_ns, ns);
   } else {
     if (!poisoned && !reads_poison && std::string_view(UnitKind(unit, false)) == "awaiting_compile") {
       stats_->CountAwaitingCompile(n);
@@ -469,46 +491,105 @@ void Executor::RunCompiled(ExecUnit& unit) {
 
 void Executor::RunOpByOp(ExecUnit& unit, bool poisoned, bool profile) {
   const int64_t n = static_cast<int64_t>(unit.ops.size());
-  for (int64_t i = 0; i < n; ++i) {
-    OpRecord& record = unit.ops[i];
+  for (int64_t i = 0; i < n; ++i) RunOneOp(unit, i, poisoned, profile);
+}
+
+void Executor::RunOneOp(ExecUnit& unit, int64_t i, bool poisoned, bool profile) {
+  const int64_t n = static_cast<int64_t>(unit.ops.size());
+  OpRecord& record = unit.ops[i];
+  {
+    // running_ stays set from the first op of the unit to its end, so Wait() cannot see the
+    // executor idle in the middle of a unit.
+    absl::MutexLock lock(&mu_);
+    running_ = ExecutedOp{record.op, record.source, record.seq, false, unit.key, n, false};
+    --queued_ops_;
+    poisoned = poisoned || !first_error_.ok();
+  }
+  const double begin = profile ? profiler::NowUs() : 0;
+  absl::Status status;
+  // After the sync that reported a failure, an op reading what the failure poisoned is skipped
+  // (and poisons what it writes): poison.h.
+  const absl::Status poisoned_input = !poisoned && AnyPoisoned() ? PoisonedInput(record) : absl::OkStatus();
+  if (!poisoned && poisoned_input.ok()) {
+    status = ExecuteRecord(record);
+    stats_->CountExecuted();
+    if (DeviceModel* device = DeviceModel::Get(); device != nullptr) {  // an op on the host under a trn target
+      int64_t bytes = 0;
+      auto count = [&](const c10::IValue& v) {
+        ForEachTensor(v, [&](const at::Tensor& t) {
+          if (t.defined() && IsDeviceTensor(t)) bytes += ViewBytes(t);
+        });
+      };
+      for (const c10::IValue& a : record.args) count(a);
+      for (const c10::IValue& o : record.outputs) count(o);
+      device->ChargeHost(bytes, 1, /*group=*/false);
+    }
+  }
+  if (profile) {
+    profiler::Event e;
+    e.cat = "execute";
+    e.name = OpName(record.op);
+    e.begin_us = begin;
+    e.end_us = profiler::NowUs();
+    e.lines = {record.source};
+    profiler::Add(std::move(e));
+  }
+  Finish(record, std::move(status), poisoned || !poisoned_input.ok(), poisoned_input, unit, false);
+}
+
+std::shared_ptr<const InstantProgram> Executor::InstantProgramOf(const ExecUnit& unit) {
+  std::shared_ptr<const InstantProgram> program = unit.slot->instant();
+  if (program == nullptr) {
+    const int64_t begin = MonotonicNs();
+    std::vector<at::Tensor> outputs;
+    outputs.reserve(unit.compiled->outputs.size());
+    for (const OutputBuffer& o : unit.compiled->outputs) outputs.push_back(o.tensor);
+    program = InstantProgram::Build(unit.ops, outputs);
+    stats_->CountInstantBuild(MonotonicNs() - begin);
+    unit.slot->SetInstant(program);
+  }
+  return program->chained_ops() > 0 ? program : nullptr;
+}
+
+void Executor::RunInstant(ExecUnit& unit, const InstantProgram& program, bool profile) {
+  const int64_t n = static_cast<int64_t>(unit.ops.size());
+  for (const InstantProgram::Step& step : program.steps()) {
+    if (step.chain < 0) {
+      RunOneOp(unit, step.begin, false, profile);
+      continue;
+    }
+    const int64_t len = step.end - step.begin;
+    bool poisoned = false;
     {
-      // running_ stays set from the first op of the unit to its end, so Wait() cannot see the
-      // executor idle in the middle of a unit.
       absl::MutexLock lock(&mu_);
-      running_ = ExecutedOp{record.op, record.source, record.seq, false, unit.key, n, false};
-      --queued_ops_;
-      poisoned = poisoned || !first_error_.ok();
+      const OpRecord& first = unit.ops[step.begin];
+      running_ = ExecutedOp{first.op, first.source, first.seq, false, unit.key, n, false};
+      poisoned = !first_error_.ok();
     }
     const double begin = profile ? profiler::NowUs() : 0;
-    absl::Status status;
-    // After the sync that reported a failure, an op reading what the failure poisoned is skipped
-    // (and poisons what it writes): poison.h.
-    const absl::Status poisoned_input = !poisoned && AnyPoisoned() ? PoisonedInput(record) : absl::OkStatus();
-    if (!poisoned && poisoned_input.ok()) {
-      status = ExecuteRecord(record);
-      stats_->CountExecuted();
-      if (DeviceModel* device = DeviceModel::Get(); device != nullptr) {  // an op on the host under a trn target
-        int64_t bytes = 0;
-        auto count = [&](const c10::IValue& v) {
-          ForEachTensor(v, [&](const at::Tensor& t) {
-            if (t.defined() && IsDeviceTensor(t)) bytes += ViewBytes(t);
-          });
-        };
-        for (const c10::IValue& a : record.args) count(a);
-        for (const c10::IValue& o : record.outputs) count(o);
-        device->ChargeHost(bytes, 1, /*group=*/false);
-      }
+    // (The unit read no poisoned storage when it started; an op that failed since set first_error_.)
+    if (!poisoned && !program.RunChain(step.chain, unit.ops)) {
+      for (int32_t i = step.begin; i < step.end; ++i) RunOneOp(unit, i, false, profile);  // a scalar was not real
+      continue;
+    }
+    {
+      absl::MutexLock lock(&mu_);
+      queued_ops_ -= len;
     }
     if (profile) {
       profiler::Event e;
       e.cat = "execute";
-      e.name = OpName(record.op);
+      e.name = absl::StrCat("instant chain (", len, " ops)");
       e.begin_us = begin;
       e.end_us = profiler::NowUs();
-      e.lines = {record.source};
+      e.nargs = {{"ops", static_cast<double>(len)}};
+      e.lines = DistinctLines(unit.ops, static_cast<size_t>(step.begin), static_cast<size_t>(step.end));
       profiler::Add(std::move(e));
     }
-    Finish(record, std::move(status), poisoned || !poisoned_input.ok(), poisoned_input, unit, false);
+    for (int32_t i = step.begin; i < step.end; ++i) {
+      if (!poisoned) stats_->CountExecuted();
+      Finish(unit.ops[i], absl::OkStatus(), poisoned, absl::OkStatus(), unit, false);
+    }
   }
 }
 

@@ -92,6 +92,8 @@ struct ExecutorOptions {
   bool bench_groups = false;
   // Helper threads that take chunks of the executor's large matrix products (kernel_pool.h).
   int64_t kernel_helpers = 0;
+  // NEURON_INSTANT_TIER: a group without code runs through its instant program (instant_program.h).
+  bool instant_tier = false;
 };
 
 class Executor {
@@ -137,6 +139,14 @@ class Executor {
   bool PlanQueuedSegment();
   void RunCompiled(ExecUnit& unit);
   void RunOpByOp(ExecUnit& unit, bool poisoned, bool profile);
+  // Op `i` of `unit`, op by op (RunOpByOp's step): skipped when `poisoned` or an error is pending.
+  void RunOneOp(ExecUnit& unit, int64_t i, bool poisoned, bool profile);
+  // A group without code through its instant program: chains through the tile kernels, the
+  // other ops as RunOneOp (a failure skips the rest, as op by op).
+  void RunInstant(ExecUnit& unit, const InstantProgram& program, bool profile);
+  // The instant program of `unit`'s key (built and kept on its slot on the first call), or null
+  // when it has no chain.
+  std::shared_ptr<const InstantProgram> InstantProgramOf(const ExecUnit& unit);
   // Records that `op` ran (or failed: the first error is kept) or was skipped, and poisons what
   // it writes when it failed or was skipped (poison.h): by `skip_origin` when not OK, else by
   // the pending first error.

@@ -44,12 +44,10 @@ int64_t GroupBench::RunOpByOpAndRestore(const std::vector<OpRecord>& ops) {
   return ok ? ns : -1;
 }
 
-void GroupBench::Record(const std::string& key, const std::vector<OpRecord>& ops, int64_t op_by_op_ns,
-                        int64_t compiled_ns) {
-  absl::MutexLock lock(&mu_);
+GroupBench::Entry& GroupBench::EntryFor(const std::string& key, const std::vector<OpRecord>& ops) {
   Entry& entry = rows_[key];
   GroupBenchRow& row = entry.row;
-  if (row.runs == 0) {
+  if (row.key.empty()) {
     row.key = key;
     row.num_ops = static_cast<int64_t>(ops.size());
     for (const OpRecord& r : ops) {
@@ -57,6 +55,24 @@ void GroupBench::Record(const std::string& key, const std::vector<OpRecord>& ops
       row.ops += OpName(r.op);
     }
   }
+  return entry;
+}
+
+void GroupBench::RecordInstant(const std::string& key, const std::vector<OpRecord>& ops, int64_t op_by_op_ns,
+                               int64_t instant_ns) {
+  if (op_by_op_ns < 0) return;
+  absl::MutexLock lock(&mu_);
+  Entry& entry = EntryFor(key, ops);
+  ++entry.row.instant_runs;
+  entry.instant.push_back(instant_ns);
+  entry.instant_op_by_op.push_back(op_by_op_ns);
+}
+
+void GroupBench::Record(const std::string& key, const std::vector<OpRecord>& ops, int64_t op_by_op_ns,
+                        int64_t compiled_ns) {
+  absl::MutexLock lock(&mu_);
+  Entry& entry = EntryFor(key, ops);
+  GroupBenchRow& row = entry.row;
   ++row.runs;
   row.op_by_op_ns += op_by_op_ns;
   row.compiled_ns += compiled_ns;
@@ -81,6 +97,16 @@ std::vector<GroupBenchRow> GroupBench::Rows() const {
     out.push_back(entry.row);
     out.back().compiled_median_ns = Median(entry.compiled);
     out.back().op_by_op_median_ns = Median(entry.op_by_op);
+    out.back().instant_median_ns = Median(entry.instant);
+    out.back().instant_op_by_op_median_ns = Median(entry.instant_op_by_op);
+    std::vector<double> ratios;
+    for (size_t i = 0; i < entry.instant.size(); ++i) {
+      ratios.push_back(static_cast<double>(entry.instant[i]) / static_cast<double>(std::max<int64_t>(entry.instant_op_by_op[i], 1)));
+    }
+    if (!ratios.empty()) {
+      std::nth_element(ratios.begin(), ratios.begin() + ratios.size() / 2, ratios.end());
+      out.back().instant_ratio_median = ratios[ratios.size() / 2];
+    }
   }
   return out;
 }

@@ -28,6 +28,13 @@ struct GroupBenchRow {
   // Medians over runs: robust to a run preempted on a loaded machine, which dominates a sum.
   int64_t compiled_median_ns = 0;
   int64_t op_by_op_median_ns = 0;
+  // Runs through the group's instant program (instant_program.h) while it had no code, with
+  // the op-by-op time of the same runs (medians).
+  int64_t instant_runs = 0;
+  int64_t instant_median_ns = 0;
+  int64_t instant_op_by_op_median_ns = 0;
+  // Median over runs of instant / op by op of the same run (paired: robust to a loaded machine).
+  double instant_ratio_median = 0;
 };
 
 class GroupBench {
@@ -37,6 +44,9 @@ class GroupBench {
   static int64_t RunOpByOpAndRestore(const std::vector<OpRecord>& ops);
 
   void Record(const std::string& key, const std::vector<OpRecord>& ops, int64_t op_by_op_ns, int64_t compiled_ns);
+  // A run through the instant tier instead of compiled code.
+  void RecordInstant(const std::string& key, const std::vector<OpRecord>& ops, int64_t op_by_op_ns,
+                     int64_t instant_ns);
   std::vector<GroupBenchRow> Rows() const;
 
  private:
@@ -44,7 +54,9 @@ class GroupBench {
   struct Entry {
     GroupBenchRow row;  // medians filled in by Rows()
     std::vector<int64_t> compiled, op_by_op;  // one time per run
+    std::vector<int64_t> instant, instant_op_by_op;
   };
+  Entry& EntryFor(const std::string& key, const std::vector<OpRecord>& ops) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   std::map<std::string, Entry> rows_ ABSL_GUARDED_BY(mu_);
 };
 

@@ -104,6 +104,10 @@ const std::vector<KnobSpec>& KnobSpecs() {
       {"NEURON_TIERING", "1", "0 | 1",
        "adaptive mode: build each group first fast (LLVM IR -O1, codegen -O0), then again at "
        "NEURON_OPT_LEVEL in the background, replacing the first build (docs/adaptive.md)."},
+      {"NEURON_INSTANT_TIER", "1", "0 | 1",
+       "adaptive mode: while a group has no compiled code, run its chains of elementwise float32 "
+       "ops tile by tile through precompiled vector kernels (the instant tier; other ops with "
+       "ATen) instead of op by op (docs/adaptive.md)."},
       {"NEURON_COMPILE_NICE", "10", "integer 0..19",
        "adaptive mode: nice value of the compile threads, so that recording and execution win "
        "the CPU when both want it."},
@@ -230,6 +234,7 @@ absl::StatusOr<Knobs> ParseKnobs(const EnvLookup& lookup) {
     int64_t* field;
   };
   int64_t log_level = knobs.log_level, opt_level = knobs.opt_level, tiering = knobs.tiering ? 1 : 0,
+          instant_tier = knobs.instant_tier ? 1 : 0,
           verify_passes = knobs.verify_passes ? 1 : 0;
   const IntKnob int_knobs[] = {
       {"NEURON_MAX_PENDING_OPS", 1, INT64_MAX, &knobs.max_pending_ops},
@@ -242,6 +247,7 @@ absl::StatusOr<Knobs> ParseKnobs(const EnvLookup& lookup) {
       {"NEURON_COMPILE_WORKERS", 0, 16, &knobs.compile_workers},
       {"NEURON_COMPILE_QUEUE", 1, INT64_MAX, &knobs.compile_queue},
       {"NEURON_TIERING", 0, 1, &tiering},
+      {"NEURON_INSTANT_TIER", 0, 1, &instant_tier},
       {"NEURON_COMPILE_NICE", 0, 19, &knobs.compile_nice},
       {"NEURON_SHAPE_VARIANTS", 0, INT64_MAX, &knobs.shape_variants},
       {"NEURON_EXECUTOR_THREADS", 0, 1024, &knobs.executor_threads},
@@ -263,6 +269,7 @@ absl::StatusOr<Knobs> ParseKnobs(const EnvLookup& lookup) {
   knobs.log_level = static_cast<int>(log_level);
   knobs.opt_level = static_cast<int>(opt_level);
   knobs.tiering = tiering != 0;
+  knobs.instant_tier = instant_tier != 0;
   knobs.verify_passes = verify_passes != 0;
   if (knobs.compile_workers == 0) {
     // Background compiles must not take the cores execution runs on; a compile-mode sync waits

@@ -45,6 +45,7 @@ struct Knobs {
   int64_t compile_workers = 0;      // compile threads (ParseKnobs resolves 0: adaptive 1, compile cores)
   int64_t compile_queue = 256;      // most groups waiting for a compile thread
   bool tiering = true;              // adaptive: -O0 first, then opt_level
+  bool instant_tier = true;         // adaptive: groups without code run through instant_program.h
   int64_t compile_nice = 10;        // nice value of the compile threads
   int64_t shape_variants = 8;       // compiled shape variants per group's lines (0: no bound)
   bool graph_replay = true;         // torch.compile(backend="neuron") graphs replayed (trace/graph_replay.h)

@@ -15,6 +15,7 @@ const char* HostTimeName(HostTime t) {
     case HostTime::kPlan: return "plan";
     case HostTime::kExecCompiled: return "exec_compiled";
     case HostTime::kExecOpByOp: return "exec_op_by_op";
+    case HostTime::kExecInstant: return "exec_instant";
     case HostTime::kSyncWait: return "sync_wait";
     case HostTime::kCount: break;
   }
@@ -108,6 +109,11 @@ StatsSnapshot Stats::Snapshot() const {
   s.ops_awaiting_compile = ops_awaiting_compile_.load(std::memory_order_relaxed);
   s.groups_awaiting_compile = groups_awaiting_compile_.load(std::memory_order_relaxed);
   s.compile_queue_full = compile_queue_full_.load(std::memory_order_relaxed);
+  s.groups_run_instant = groups_run_instant_.load(std::memory_order_relaxed);
+  s.ops_run_instant = ops_run_instant_.load(std::memory_order_relaxed);
+  s.ops_chained_instant = ops_chained_instant_.load(std::memory_order_relaxed);
+  s.instant_programs = instant_programs_.load(std::memory_order_relaxed);
+  s.instant_build_ns = instant_build_ns_.load(std::memory_order_relaxed);
   s.shape_variants_refused = shape_variants_refused_.load(std::memory_order_relaxed);
   for (int i = 0; i < static_cast<int>(HostTime::kCount); ++i) {
     s.host_ns[i] = host_ns_[i].load(std::memory_order_relaxed);
@@ -149,6 +155,11 @@ void Stats::Reset() {
   ops_awaiting_compile_ = 0;
   groups_awaiting_compile_ = 0;
   compile_queue_full_ = 0;
+  groups_run_instant_ = 0;
+  ops_run_instant_ = 0;
+  ops_chained_instant_ = 0;
+  instant_programs_ = 0;
+  instant_build_ns_ = 0;
   shape_variants_refused_ = 0;
   for (int i = 0; i < static_cast<int>(HostTime::kCount); ++i) {
     host_ns_[i] = 0;

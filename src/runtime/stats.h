@@ -26,6 +26,7 @@ enum class HostTime : int {
   kPlan,          // executor: cutting a flushed segment into units, finding or starting their code
   kExecCompiled,  // executor: compiled groups (the ops they cover)
   kExecOpByOp,    // executor: ops run one by one (eager ops, unlowered ops, groups without code)
+  kExecInstant,   // executor: groups without code run through their instant-tier program (all their ops)
   kSyncWait,      // waiting for the executor: a sync point after its flush, or a flush for the
                   // units two flushes back, whose tensors it releases (not a sync: ops 0)
   kCount
@@ -65,6 +66,14 @@ struct StatsSnapshot {
   int64_t ops_awaiting_compile = 0;    // adaptive: ops run one by one while their group compiled
   int64_t groups_awaiting_compile = 0;
   int64_t compile_queue_full = 0;      // adaptive: groups not queued because the queue was full
+  // adaptive: the instant tier (instant_program.h): units run through their program and their
+  // ops, the ones of those run in its chains (the others ran with ATen), programs built and the
+  // time that took. (ops_awaiting_compile counts the groups without code run op by op.)
+  int64_t groups_run_instant = 0;
+  int64_t ops_run_instant = 0;
+  int64_t ops_chained_instant = 0;
+  int64_t instant_programs = 0;
+  int64_t instant_build_ns = 0;
   int64_t shape_variants_refused = 0;  // new keys not compiled: NEURON_SHAPE_VARIANTS reached
   int64_t compile_cache_hits = 0;
   // Group modules written as IR: only builds that compile emit (the flush plans, never emits).
@@ -124,6 +133,15 @@ class Stats {
     groups_awaiting_compile_.fetch_add(1, std::memory_order_relaxed);
     ops_awaiting_compile_.fetch_add(ops, std::memory_order_relaxed);
   }
+  void CountInstantRun(int64_t ops, int64_t chained_ops) {
+    groups_run_instant_.fetch_add(1, std::memory_order_relaxed);
+    ops_run_instant_.fetch_add(ops, std::memory_order_relaxed);
+    ops_chained_instant_.fetch_add(chained_ops, std::memory_order_relaxed);
+  }
+  void CountInstantBuild(int64_t ns) {
+    instant_programs_.fetch_add(1, std::memory_order_relaxed);
+    instant_build_ns_.fetch_add(ns, std::memory_order_relaxed);
+  }
   void CountCompileQueueFull() { compile_queue_full_.fetch_add(1, std::memory_order_relaxed); }
   void CountShapeVariantRefused() { shape_variants_refused_.fetch_add(1, std::memory_order_relaxed); }
   void CountCompileCacheHit() { compile_cache_hits_.fetch_add(1, std::memory_order_relaxed); }
@@ -173,6 +191,11 @@ class Stats {
   std::atomic<int64_t> ops_awaiting_compile_{0};
   std::atomic<int64_t> groups_awaiting_compile_{0};
   std::atomic<int64_t> compile_queue_full_{0};
+  std::atomic<int64_t> groups_run_instant_{0};
+  std::atomic<int64_t> ops_run_instant_{0};
+  std::atomic<int64_t> ops_chained_instant_{0};
+  std::atomic<int64_t> instant_programs_{0};
+  std::atomic<int64_t> instant_build_ns_{0};
   std::atomic<int64_t> shape_variants_refused_{0};
   mutable absl::Mutex mu_;
   std::map<std::pair<std::string, std::string>, int64_t> host_fallbacks_ ABSL_GUARDED_BY(mu_);

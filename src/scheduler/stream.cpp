@@ -85,7 +85,8 @@ Stream::Stream(const runtime::Knobs& knobs, runtime::Stats* stats)
                                       &compiler_)),
       executor_(runtime::ExecutorOptions{knobs.max_pending_ops, knobs.last_ops_capacity,
                                          /*retain_finished=*/StreamMode(knobs) != runtime::Mode::kEager,
-                                         knobs.executor_threads, knobs.bench_groups, knobs.matmul_threads - 1},
+                                         knobs.executor_threads, knobs.bench_groups, knobs.matmul_threads - 1,
+                                         knobs.instant_tier},
                 stats) {}
 
 absl::Status Stream::Record(runtime::OpRecord record, double record_begin_us) {

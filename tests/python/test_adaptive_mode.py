@@ -121,6 +121,8 @@ def test_execution_never_waits_for_a_slow_compiler():
     assert_losses_match("gpt", out["losses"], cpu_losses("gpt", 5))
     assert out["loop_s"] < 15, f"the loop took {out['loop_s']:.1f}s: it waited for the compiler"
     assert out["stats"]["ops_awaiting_compile"] > 0
+    # Meanwhile the groups' elementwise chains ran in the instant tier (docs/adaptive.md).
+    assert out["stats"]["ops_chained_instant"] > 0
 
 
 def test_compile_failures_never_fail_the_user():

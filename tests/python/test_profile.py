@@ -411,6 +411,7 @@ def test_events_agree_with_stats(run, request):
         assert ops("compiled") == stats["ops_run_compiled"]
         assert sum(1 for e in tops if e["args"]["kind"] == "compiled") == stats["groups_run_compiled"]
         assert ops("awaiting_compile") == stats["ops_awaiting_compile"]
+        assert ops("instant") == stats["ops_run_instant"]
         # Only top-level events say how their unit ran; an op-by-op unit of n ops holds n events.
         for i, e in enumerate(tops):
             a = e["args"]
@@ -419,6 +420,9 @@ def test_events_agree_with_stats(run, request):
             nested = inner.get(i, [])
             if a["kind"] == "compiled" or a["ops"] == 1:
                 assert not nested, (e, nested[:2])
+            elif a["kind"] == "instant":  # an event per chain (its ops in args) and per op run alone
+                assert sum(int(n["args"].get("ops", 1)) for n in nested) == a["ops"], (e, nested[:3])
+                assert all(n["args"]["lines"] and set(n["args"]["lines"]) <= set(a["lines"]) for n in nested), nested
             else:
                 assert len(nested) == a["ops"], (e, len(nested))
                 assert all("kind" not in n["args"] and len(n["args"]["lines"]) == 1
