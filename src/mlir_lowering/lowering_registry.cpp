@@ -67,9 +67,49 @@ bool LoweringRegistry::TrnLowers(absl::string_view name) const {
   name = Folded(name);
   if (lowering->runtime_call) {
     return name == "aten::mm" || name == "aten::addmm" || name == "aten::bmm" || name == "aten::baddbmm" ||
-           name == "aten::embedding" || name == "aten::index_select";
+           name == "aten::embedding" || name == "aten::index_select" || name == "aten::convolution" ||
+           name == "aten::convolution_backward";
   }
   return name != "aten::nll_loss_forward" && name != "aten::nll_loss2d_forward";
+}
+
+namespace {
+
+int64_t IntArg(const runtime::OpRecord& r, size_t j, int64_t fallback) {
+  return j < r.args.size() && r.args[j].isInt() ? r.args[j].toInt() : fallback;
+}
+bool BoolArg(const runtime::OpRecord& r, size_t j) { return j < r.args.size() && r.args[j].isBool() && r.args[j].toBool(); }
+int64_t Rank(const runtime::OpRecord& r, size_t j) {
+  return j < r.args.size() && r.args[j].isTensor() ? r.args[j].toTensor().dim() : -1;
+}
+
+}  // namespace
+
+bool LoweringRegistry::TrnAcceptsCall(const runtime::OpRecord& r, std::string* why) {
+  const std::string& name = r.op.schema().name();
+  if (name == "aten::embedding" && Rank(r, 0) != 2) {
+    *why = "gather shape (no trn lowering)";
+    return false;
+  }
+  if (name == "aten::index_select") {
+    const int64_t rank = Rank(r, 0), dim = IntArg(r, 1, 1);
+    if ((rank != 1 && rank != 2) || (dim != 0 && dim != -rank)) {
+      *why = "gather shape (no trn lowering)";
+      return false;
+    }
+  }
+  // Convolutions (trn/LowerConv.cpp): 1-D and 2-D, not transposed.
+  //   convolution(input, weight, bias, stride, padding, dilation, transposed, output_padding, groups)
+  //   convolution_backward(grad_output, input, weight, bias_sizes, stride, padding, dilation, transposed, ...)
+  if (name == "aten::convolution" || name == "aten::convolution_backward") {
+    const bool backward = name == "aten::convolution_backward";
+    const int64_t rank = Rank(r, backward ? 1 : 0);
+    if ((rank != 3 && rank != 4) || BoolArg(r, backward ? 7 : 6)) {
+      *why = "convolution shape (no trn lowering for 3-D or transposed convolutions)";
+      return false;
+    }
+  }
+  return true;
 }
 
 }  // namespace trn::mlir_lowering

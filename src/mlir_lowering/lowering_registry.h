@@ -52,6 +52,10 @@ class LoweringRegistry {
   // inside a linalg body (nll_loss forward's tensor.extract); those run op by op on the host on
   // a trn target, outside the groups.
   bool TrnLowers(absl::string_view name) const;
+  // For a runtime call the trn pipeline lowers itself (TrnLowers): whether this record is within
+  // that lowering's limits (trn/LowerGather.cpp, trn/LowerConv.cpp, trn/LowerPool.cpp); if not,
+  // `why` says what is outside them and the op runs on the host.
+  static bool TrnAcceptsCall(const runtime::OpRecord& record, std::string* why);
 
  private:
   absl::flat_hash_map<std::string, OpLowering> ops_;

@@ -357,6 +357,7 @@ mlir::Type Lowerer::DeviceType(mlir::Type t) {
 LogicalResult Lowerer::LowerGeneric(mlir::linalg::GenericOp g) {
   if (!g.hasBufferSemantics()) return g.emitOpError("must be bufferized before trn-lower-linalg");
   if (g.getLibraryCallAttr() && IsGather(g)) return LowerGather(g);
+  if (g.getLibraryCallAttr() && IsConv(g)) return LowerConv(g);
   if (g.getLibraryCallAttr()) {
     return g.emitOpError("is a runtime call (") << g.getLibraryCallAttr().getValue()
                                                 << ": an ATen kernel), which has no trn lowering";

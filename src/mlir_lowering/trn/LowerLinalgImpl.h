@@ -8,6 +8,8 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
+#include <tuple>
 #include <optional>
 #include <string>
 #include <utility>
@@ -72,6 +74,41 @@ struct TileSpace {
 };
 
 void SetWindow(mlir::Operation* dma, const OperandAccess& a, const TileSpace& t);
+
+// ---- convolutions (LowerConv.cpp) ----
+
+// An HBM window with explicit element offset, partitions and free sizes / strides.
+struct Window {
+  Value memref;
+  int64_t offset = 0;
+  int64_t partitions = 1, partition_stride = 0;
+  llvm::SmallVector<int64_t, 4> sizes, strides;  // free dims, outermost first (1..4)
+};
+
+// One tap of a shifted-product sum: its weight tile's offset and its shift in the source.
+struct ConvTap {
+  int64_t w_offset = 0;
+  int64_t ah = 0, aw = 0;
+};
+
+// A sum of shifted products (LowerConv.cpp): for every channel m < channels and position (r, c)
+// of a rows x cols grid,
+//   y[m, r, c] = bias[m] + sum over taps, k < in_channels of w[k, m] * x[k, ah + sh r, aw + sw c]
+// where x is zero outside [0, x_rows) x [0, x_cols) and w[k, m] is at w_offset + k w_k_stride +
+// m w_m_stride. On TensorE (k in partition tiles, PSUM accumulating), or when `depthwise` (k is m,
+// one weight per channel and tap) on VectorE.
+struct ConvSum {
+  Value y;
+  int64_t y_offset = 0, y_channel = 0, y_row = 0, y_col = 0, channels = 0, rows = 0, cols = 0;
+  Value x;
+  int64_t x_offset = 0, x_channel = 0, x_row = 0, x_col = 0, in_channels = 0, x_rows = 0, x_cols = 0, sh = 1, sw = 1;
+  Value w;
+  int64_t w_k_stride = 0, w_m_stride = 0;
+  std::vector<ConvTap> taps;
+  Value bias;  // none: no bias
+  int64_t bias_offset = 0, bias_stride = 1;
+  bool depthwise = false;
+};
 
 // ---- the lowering of one function ----
 
@@ -149,6 +186,19 @@ class Lowerer {
 
   static bool IsGather(mlir::linalg::GenericOp g);
   LogicalResult LowerGather(mlir::linalg::GenericOp g);
+
+  // ---- convolutions: forward, grad input, grad weight, grad bias (LowerConv.cpp) ----
+
+  static bool IsConv(mlir::linalg::GenericOp g);
+  LogicalResult LowerConv(mlir::linalg::GenericOp g);
+  Value LoadWindow(const Window& w, int64_t free, mlir::Type element);
+  void StoreWindow(Value tile, const Window& w);
+  Value CachedWindow(const Window& w, int64_t free);
+  Value ShiftedTile(const ConvSum& s, const ConvTap& tap, int64_t k0, int64_t kb, int64_t r0, int64_t rb, int64_t c0,
+                    int64_t cb);
+  void EmitConvSum(const ConvSum& s);
+  std::map<std::tuple<intptr_t, int64_t, int64_t, int64_t, int64_t, int64_t>, Value> conv_cache_;
+  int64_t conv_cache_bytes_ = 0;
 
   // ---- matmul (LowerMatmul.cpp) ----
 

@@ -162,6 +162,15 @@ class Emitter {
       llvm::ArrayRef<int64_t> shape = v.getType().isa<SbufTileType>() ? v.getType().cast<SbufTileType>().getFreeShape()
                                                                        : v.getType().cast<PsumTileType>().getFreeShape();
       a.partitions = b.partitions;
+      auto tsizes = dma ? dma->getAttrOfType<mlir::DenseI64ArrayAttr>(kTileSizesAttr) : nullptr;
+      auto tstrides = dma ? dma->getAttrOfType<mlir::DenseI64ArrayAttr>(kTileStridesAttr) : nullptr;
+      auto toffset = dma ? dma->getAttrOfType<mlir::IntegerAttr>(kTileOffsetAttr) : nullptr;
+      if (tsizes && tstrides && toffset) {  // a window of the tile (the verifier checked it)
+        a.offset = toffset.getInt();
+        a.sizes.assign(tsizes.asArrayRef().begin(), tsizes.asArrayRef().end());
+        a.strides.assign(tstrides.asArrayRef().begin(), tstrides.asArrayRef().end());
+        return a;
+      }
       a.sizes.assign(shape.begin(), shape.end());
       a.strides.assign(shape.size(), 1);
       for (int i = static_cast<int>(shape.size()) - 2; i >= 0; --i) a.strides[i] = a.strides[i + 1] * shape[i + 1];
