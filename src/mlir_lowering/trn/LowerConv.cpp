@@ -75,15 +75,18 @@ struct Nchw {
   int64_t size[4] = {1, 1, 1, 1};
   int64_t stride[4] = {0, 0, 0, 0};
 };
-Nchw Shape4(Value memref, const Hbm& h) {
+// `perm` (trn.extern_perms): the call sees the buffer with its dimensions reordered, logical
+// dimension d being buffer dimension perm[d] (a channels-last view, say); empty: as it is.
+Nchw Shape4(Value memref, const Hbm& h, llvm::ArrayRef<int64_t> perm) {
   auto shape = memref.getType().cast<mlir::MemRefType>().getShape();
   Nchw r;
   const int rank = static_cast<int>(shape.size());
   for (int i = 0, j = 0; i < 4; ++i) {
     if (rank == 3 && i == 2) continue;  // the missing h axis
     if (j < rank) {
-      r.size[i] = shape[j];
-      r.stride[i] = h.strides[j];
+      const int64_t d = perm.empty() ? j : perm[j];
+      r.size[i] = shape[d];
+      r.stride[i] = h.strides[d];
       ++j;
     }
   }
@@ -228,7 +231,16 @@ void Lowerer::EmitConvSum(const ConvSum& s) {
 //     ints [transposed, groups], lists [bias_sizes, stride, padding, dilation, output_padding, output_mask]
 LogicalResult Lowerer::LowerConv(mlir::linalg::GenericOp g) {
   const bool backward = g->getAttrOfType<mlir::StringAttr>(kExternOpAttr).getValue() == "aten::convolution_backward";
-  if (g->hasAttr(kExternPermsAttr)) return g.emitOpError("convolution of a permuted operand (no trn lowering)");
+  // Operand i (0 = the first tensor) as the call sees it: its buffer, dimensions maybe permuted.
+  auto perms = g->getAttrOfType<mlir::ArrayAttr>(kExternPermsAttr);
+  auto perm_of = [&](Value v) {
+    for (unsigned i = 2; i < g->getNumOperands(); ++i) {
+      if (g->getOperand(i) != v || !perms || perms.size() <= i - 2) continue;
+      if (auto p = perms[i - 2].dyn_cast<mlir::DenseI64ArrayAttr>()) return llvm::SmallVector<int64_t>(p.asArrayRef());
+    }
+    return llvm::SmallVector<int64_t>();
+  };
+  auto shape4 = [&](Value v, const Hbm& h) { return Shape4(v, h, perm_of(v)); };
   auto ints = g->getAttrOfType<mlir::DenseI64ArrayAttr>(kExternIntsAttr);
   auto lists = g->getAttrOfType<mlir::ArrayAttr>(kExternListsAttr);
   if (!ints || ints.size() != 2 || !lists || lists.size() != (backward ? 6u : 4u)) {
@@ -267,7 +279,7 @@ LogicalResult Lowerer::LowerConv(mlir::linalg::GenericOp g) {
   std::string why;
   auto hx = HbmOf(x, &why), hw = hx ? HbmOf(w, &why) : std::nullopt;
   if (!hw) return g.emitOpError("convolution operand: ") << why;
-  const Nchw X = Shape4(x, *hx), W = Shape4(w, *hw);
+  const Nchw X = shape4(x, *hx), W = shape4(w, *hw);
   const int64_t n = X.size[0], c = X.size[1], o = W.size[0], kh = W.size[2], kw = W.size[3];
   if (groups <= 0 || c % groups != 0 || o % groups != 0 || W.size[1] != c / groups) {
     return g.emitOpError("convolution groups do not divide the channels");
@@ -288,7 +300,7 @@ LogicalResult Lowerer::LowerConv(mlir::linalg::GenericOp g) {
   if (!backward) {
     auto hy = HbmOf(results[0], &why);
     if (!hy) return g.emitOpError("convolution result: ") << why;
-    const Nchw Y = Shape4(results[0], *hy);
+    const Nchw Y = shape4(results[0], *hy);
     std::optional<Hbm> hb = bias ? HbmOf(bias, &why) : std::nullopt;
     if (bias && !hb) return g.emitOpError("convolution bias: ") << why;
     for (int64_t b = 0; b < n; ++b) {
@@ -325,12 +337,12 @@ LogicalResult Lowerer::LowerConv(mlir::linalg::GenericOp g) {
   }
   auto hg = HbmOf(gout, &why);
   if (!hg) return g.emitOpError("convolution grad_output: ") << why;
-  const Nchw G = Shape4(gout, *hg);
+  const Nchw G = shape4(gout, *hg);
   const int64_t oh = G.size[2], ow = G.size[3];
   if (gin) {
     auto hi = HbmOf(gin, &why);
     if (!hi) return g.emitOpError("convolution grad_input: ") << why;
-    const Nchw I = Shape4(gin, *hi);
+    const Nchw I = shape4(gin, *hi);
     // Phase (ph, pw): input rows ph + stride t; tap i reads grad_output row t + (ph + pad - i dil) / stride.
     for (int64_t b = 0; b < n; ++b) {
       for (int64_t gi = 0; gi < (depthwise ? 1 : groups); ++gi) {
@@ -384,7 +396,7 @@ LogicalResult Lowerer::LowerConv(mlir::linalg::GenericOp g) {
   if (gw) {
     auto hwg = HbmOf(gw, &why);
     if (!hwg) return g.emitOpError("convolution grad_weight: ") << why;
-    const Nchw D = Shape4(gw, *hwg);
+    const Nchw D = shape4(gw, *hwg);
     for (int64_t i = 0; i < kh; ++i) {
       for (int64_t j = 0; j < kw; ++j) {
         // Output positions whose tap (i, j) lies inside the input.
