@@ -68,7 +68,10 @@ bool LoweringRegistry::TrnLowers(absl::string_view name) const {
   if (lowering->runtime_call) {
     return name == "aten::mm" || name == "aten::addmm" || name == "aten::bmm" || name == "aten::baddbmm" ||
            name == "aten::embedding" || name == "aten::index_select" || name == "aten::convolution" ||
-           name == "aten::convolution_backward";
+           name == "aten::convolution_backward" || name == "aten::max_pool2d_with_indices" ||
+           name == "aten::max_pool2d_with_indices_backward" || name == "aten::avg_pool2d" ||
+           name == "aten::avg_pool2d_backward" || name == "aten::adaptive_avg_pool2d" ||
+           name == "aten::_adaptive_avg_pool2d" || name == "aten::_adaptive_avg_pool2d_backward";
   }
   return name != "aten::nll_loss_forward" && name != "aten::nll_loss2d_forward";
 }
@@ -107,6 +110,29 @@ bool LoweringRegistry::TrnAcceptsCall(const runtime::OpRecord& r, std::string* w
     if ((rank != 3 && rank != 4) || BoolArg(r, backward ? 7 : 6)) {
       *why = "convolution shape (no trn lowering for 3-D or transposed convolutions)";
       return false;
+    }
+  }
+  // 2-D pooling (trn/LowerPool.cpp) of (N, C, H, W) or (C, H, W); adaptive average pooling when
+  // the output divides the input.
+  if (name.find("pool2d") != std::string::npos) {
+    const bool backward = name.find("backward") != std::string::npos;
+    const int64_t rank = Rank(r, backward ? 1 : 0);
+    if (rank != 3 && rank != 4) {
+      *why = "pooling shape (no trn lowering)";
+      return false;
+    }
+    if (name.find("adaptive") != std::string::npos) {
+      const at::Tensor& in = r.args[backward ? 1 : 0].toTensor();
+      std::vector<int64_t> out;
+      if (backward && Rank(r, 0) == rank) {
+        out = {r.args[0].toTensor().size(-2), r.args[0].toTensor().size(-1)};
+      } else if (!backward && r.args.size() > 1 && r.args[1].isIntList()) {
+        out = r.args[1].toIntVector();
+      }
+      if (out.size() != 2 || out[0] <= 0 || out[1] <= 0 || in.size(-2) % out[0] != 0 || in.size(-1) % out[1] != 0) {
+        *why = "adaptive pooling whose output does not divide the input (no trn lowering)";
+        return false;
+      }
     }
   }
   return true;

@@ -43,20 +43,17 @@ constexpr int64_t kVectorFree = 2048;
 // Weight tiles kept in SBUF across output blocks, bytes per partition; beyond it they reload.
 constexpr int64_t kWeightCacheBytes = 64 * 1024;
 
+}  // namespace
+
 int64_t FloorDiv(int64_t a, int64_t b) { return a / b - ((a % b != 0) && ((a < 0) != (b < 0))); }
 int64_t CeilDiv(int64_t a, int64_t b) { return -FloorDiv(-a, b); }
 
-// [lo, hi) of r in [0, n) with 0 <= a + s (r0 + r) < limit.
 std::pair<int64_t, int64_t> Valid(int64_t a, int64_t s, int64_t r0, int64_t n, int64_t limit) {
   const int64_t lo = std::max<int64_t>(0, CeilDiv(-a, s) - r0);
   const int64_t hi = std::min<int64_t>(n, FloorDiv(limit - 1 - a, s) - r0 + 1);
   return {lo, std::max(lo, hi)};
 }
 
-// Blocks of a rows x cols grid with at most `limit` positions each: whole rows when they fit.
-struct Block {
-  int64_t r0, rb, c0, cb;
-};
 std::vector<Block> Blocks(int64_t rows, int64_t cols, int64_t limit) {
   std::vector<Block> out;
   if (cols <= limit) {
@@ -70,11 +67,6 @@ std::vector<Block> Blocks(int64_t rows, int64_t cols, int64_t limit) {
   return out;
 }
 
-// A 1-D or 2-D activation / weight memref as 4 strides (n, c, h, w) and sizes; 1-D gets h = 1.
-struct Nchw {
-  int64_t size[4] = {1, 1, 1, 1};
-  int64_t stride[4] = {0, 0, 0, 0};
-};
 // `perm` (trn.extern_perms): the call sees the buffer with its dimensions reordered, logical
 // dimension d being buffer dimension perm[d] (a channels-last view, say); empty: as it is.
 Nchw Shape4(Value memref, const Hbm& h, llvm::ArrayRef<int64_t> perm) {
@@ -93,7 +85,14 @@ Nchw Shape4(Value memref, const Hbm& h, llvm::ArrayRef<int64_t> perm) {
   return r;
 }
 
-}  // namespace
+llvm::SmallVector<int64_t> ExternPerm(mlir::Operation* call, Value v) {
+  auto perms = call->getAttrOfType<mlir::ArrayAttr>(kExternPermsAttr);
+  for (unsigned i = 2; perms && i < call->getNumOperands(); ++i) {
+    if (call->getOperand(i) != v || perms.size() <= i - 2) continue;
+    if (auto p = perms[i - 2].dyn_cast<mlir::DenseI64ArrayAttr>()) return llvm::SmallVector<int64_t>(p.asArrayRef());
+  }
+  return {};
+}
 
 bool Lowerer::IsConv(mlir::linalg::GenericOp g) {
   auto name = g->getAttrOfType<mlir::StringAttr>(kExternOpAttr);
@@ -139,15 +138,15 @@ Value Lowerer::CachedWindow(const Window& w, int64_t free) {
 }
 
 // The moving tile of one tap: x[k0 + k, ah + sh (r0 + r), aw + sw (c0 + c)] for k < kb, r < rb,
-// c < cb, zero outside x; nullptr when the whole block is outside.
+// c < cb, `fill` outside x; nullptr when the whole block is outside.
 Value Lowerer::ShiftedTile(const ConvSum& s, const ConvTap& tap, int64_t k0, int64_t kb, int64_t r0, int64_t rb,
-                           int64_t c0, int64_t cb) {
+                           int64_t c0, int64_t cb, double fill, mlir::Type element) {
   auto [rlo, rhi] = Valid(tap.ah, s.sh, r0, rb, s.x_rows);
   auto [clo, chi] = Valid(tap.aw, s.sw, c0, cb, s.x_cols);
   if (rlo >= rhi || clo >= chi) return Value();
-  Value tile = Sbuf(kb, {rb * cb}, b_.getF32Type());
+  Value tile = Sbuf(kb, {rb * cb}, element ? element : b_.getF32Type());
   const bool partial = rlo > 0 || rhi < rb || clo > 0 || chi < cb;
-  if (partial) Make<MemsetOp>(tile, b_.getF64FloatAttr(0.0));
+  if (partial) Make<MemsetOp>(tile, b_.getF64FloatAttr(fill));
   auto dma = Make<DmaCopyOp>(s.x, tile);
   const int64_t offset = s.x_offset + (k0)*s.x_channel + (tap.ah + s.sh * (r0 + rlo)) * s.x_row +
                          (tap.aw + s.sw * (c0 + clo)) * s.x_col;
@@ -231,16 +230,8 @@ void Lowerer::EmitConvSum(const ConvSum& s) {
 //     ints [transposed, groups], lists [bias_sizes, stride, padding, dilation, output_padding, output_mask]
 LogicalResult Lowerer::LowerConv(mlir::linalg::GenericOp g) {
   const bool backward = g->getAttrOfType<mlir::StringAttr>(kExternOpAttr).getValue() == "aten::convolution_backward";
-  // Operand i (0 = the first tensor) as the call sees it: its buffer, dimensions maybe permuted.
-  auto perms = g->getAttrOfType<mlir::ArrayAttr>(kExternPermsAttr);
-  auto perm_of = [&](Value v) {
-    for (unsigned i = 2; i < g->getNumOperands(); ++i) {
-      if (g->getOperand(i) != v || !perms || perms.size() <= i - 2) continue;
-      if (auto p = perms[i - 2].dyn_cast<mlir::DenseI64ArrayAttr>()) return llvm::SmallVector<int64_t>(p.asArrayRef());
-    }
-    return llvm::SmallVector<int64_t>();
-  };
-  auto shape4 = [&](Value v, const Hbm& h) { return Shape4(v, h, perm_of(v)); };
+  // Each operand as the call sees it: its buffer, dimensions maybe permuted.
+  auto shape4 = [&](Value v, const Hbm& h) { return Shape4(v, h, ExternPerm(g, v)); };
   auto ints = g->getAttrOfType<mlir::DenseI64ArrayAttr>(kExternIntsAttr);
   auto lists = g->getAttrOfType<mlir::ArrayAttr>(kExternListsAttr);
   if (!ints || ints.size() != 2 || !lists || lists.size() != (backward ? 6u : 4u)) {

@@ -358,6 +358,7 @@ LogicalResult Lowerer::LowerGeneric(mlir::linalg::GenericOp g) {
   if (!g.hasBufferSemantics()) return g.emitOpError("must be bufferized before trn-lower-linalg");
   if (g.getLibraryCallAttr() && IsGather(g)) return LowerGather(g);
   if (g.getLibraryCallAttr() && IsConv(g)) return LowerConv(g);
+  if (g.getLibraryCallAttr() && IsPool(g)) return LowerPool(g);
   if (g.getLibraryCallAttr()) {
     return g.emitOpError("is a runtime call (") << g.getLibraryCallAttr().getValue()
                                                 << ": an ATen kernel), which has no trn lowering";

@@ -110,6 +110,26 @@ struct ConvSum {
   bool depthwise = false;
 };
 
+int64_t FloorDiv(int64_t a, int64_t b);
+int64_t CeilDiv(int64_t a, int64_t b);
+// [lo, hi) of r in [0, n) with 0 <= a + s (r0 + r) < limit (hi == lo when none).
+std::pair<int64_t, int64_t> Valid(int64_t a, int64_t s, int64_t r0, int64_t n, int64_t limit);
+// Blocks of a rows x cols grid with at most `limit` positions each: whole rows when they fit.
+struct Block {
+  int64_t r0, rb, c0, cb;
+};
+std::vector<Block> Blocks(int64_t rows, int64_t cols, int64_t limit);
+// A 1-D or 2-D activation / weight memref as sizes and strides of (n, c, h, w); 1-D gets h = 1.
+struct Nchw {
+  int64_t size[4] = {1, 1, 1, 1};
+  int64_t stride[4] = {0, 0, 0, 0};
+};
+// `perm` (trn.extern_perms): the call sees the buffer with its dimensions reordered, logical
+// dimension d being buffer dimension perm[d] (a channels-last view, say); empty: as it is.
+Nchw Shape4(Value memref, const Hbm& h, llvm::ArrayRef<int64_t> perm);
+// The permutation an extern call applies to its operand `v` (empty: none).
+llvm::SmallVector<int64_t> ExternPerm(mlir::Operation* call, Value v);
+
 // ---- the lowering of one function ----
 
 class Lowerer {
@@ -195,10 +215,15 @@ class Lowerer {
   void StoreWindow(Value tile, const Window& w);
   Value CachedWindow(const Window& w, int64_t free);
   Value ShiftedTile(const ConvSum& s, const ConvTap& tap, int64_t k0, int64_t kb, int64_t r0, int64_t rb, int64_t c0,
-                    int64_t cb);
+                    int64_t cb, double fill = 0.0, mlir::Type element = {});
   void EmitConvSum(const ConvSum& s);
   std::map<std::tuple<intptr_t, int64_t, int64_t, int64_t, int64_t, int64_t>, Value> conv_cache_;
   int64_t conv_cache_bytes_ = 0;
+
+  // ---- pooling: max / avg and their backward (LowerPool.cpp) ----
+
+  static bool IsPool(mlir::linalg::GenericOp g);
+  LogicalResult LowerPool(mlir::linalg::GenericOp g);
 
   // ---- matmul (LowerMatmul.cpp) ----
 

@@ -246,9 +246,10 @@ class Emitter {
     } else if (auto io = mlir::dyn_cast<IotaOp>(op)) {
       in.opcode = nc::Opcode::kIota;
       operands = {io.getDst()};
-      in.imm = static_cast<double>(io.getBase());
-      in.imm2 = static_cast<double>(io.getPartitionStep());
-      in.imm3 = static_cast<double>(io.getStep());
+      // I64Attr getters return the value zero-extended: read them signed (negative bases and steps).
+      in.imm = static_cast<double>(static_cast<int64_t>(io.getBase()));
+      in.imm2 = static_cast<double>(static_cast<int64_t>(io.getPartitionStep()));
+      in.imm3 = static_cast<double>(static_cast<int64_t>(io.getStep()));
     } else {
       return absl::UnimplementedError(absl::StrCat("no instruction for ", op->getName().getStringRef().str()));
     }
