@@ -73,7 +73,7 @@ bool LoweringRegistry::TrnLowers(absl::string_view name) const {
            name == "aten::avg_pool2d_backward" || name == "aten::adaptive_avg_pool2d" ||
            name == "aten::_adaptive_avg_pool2d" || name == "aten::_adaptive_avg_pool2d_backward";
   }
-  return name != "aten::nll_loss_forward" && name != "aten::nll_loss2d_forward";
+  return true;
 }
 
 namespace {
