@@ -115,8 +115,10 @@ def test_lowered_ops_per_target():
     """))
     assert out["default"] == out["host"]
     assert out["trn2"] == out["trn3"] and set(out["trn2"]) <= set(out["host"])
-    for op in ("aten::embedding", "aten::index_select", "aten::arange", "aten::mm", "aten::add"):
+    for op in ("aten::embedding", "aten::index_select", "aten::arange", "aten::mm", "aten::add", "aten::convolution",
+               "aten::convolution_backward", "aten::max_pool2d_with_indices", "aten::avg_pool2d_backward",
+               "aten::nll_loss_forward"):
         assert op in out["trn2"], op
-    for op in ("aten::convolution", "aten::max_pool2d_with_indices"):
+    for op in ("aten::embedding_dense_backward", "aten::scatter_add", "aten::upsample_nearest2d"):
         assert op in out["host"] and op not in out["trn2"], op
     assert out["bad"] and "tpu" in out["bad"]
