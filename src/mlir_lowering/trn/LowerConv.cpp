@@ -72,6 +72,8 @@ std::vector<Block> Blocks(int64_t rows, int64_t cols, int64_t limit) {
 Nchw Shape4(Value memref, const Hbm& h, llvm::ArrayRef<int64_t> perm) {
   auto shape = memref.getType().cast<mlir::MemRefType>().getShape();
   Nchw r;
+  r.buffer = h.memref;
+  r.offset = h.offset;
   const int rank = static_cast<int>(shape.size());
   for (int i = 0, j = 0; i < 4; ++i) {
     if (rank == 3 && i == 2) continue;  // the missing h axis
@@ -283,7 +285,8 @@ LogicalResult Lowerer::LowerConv(mlir::linalg::GenericOp g) {
     std::vector<ConvTap> taps;
     for (int64_t i = 0; i < kh; ++i) {
       for (int64_t j = 0; j < kw; ++j) {
-        taps.push_back({base + i * W.stride[2] + j * W.stride[3], i * dilation[0] - padding[0], j * dilation[1] - padding[1]});
+        taps.push_back({W.offset + base + i * W.stride[2] + j * W.stride[3], i * dilation[0] - padding[0],
+                        j * dilation[1] - padding[1]});
       }
     }
     return taps;
@@ -297,19 +300,19 @@ LogicalResult Lowerer::LowerConv(mlir::linalg::GenericOp g) {
     for (int64_t b = 0; b < n; ++b) {
       for (int64_t gi = 0; gi < (depthwise ? 1 : groups); ++gi) {
         ConvSum s;
-        s.y = results[0];
-        s.y_offset = b * Y.stride[0] + gi * og * Y.stride[1];
+        s.y = Y.buffer;
+        s.y_offset = Y.offset + b * Y.stride[0] + gi * og * Y.stride[1];
         s.y_channel = Y.stride[1], s.y_row = Y.stride[2], s.y_col = Y.stride[3];
         s.channels = depthwise ? o : og, s.rows = Y.size[2], s.cols = Y.size[3];
-        s.x = x;
-        s.x_offset = b * X.stride[0] + gi * cg * X.stride[1];
+        s.x = X.buffer;
+        s.x_offset = X.offset + b * X.stride[0] + gi * cg * X.stride[1];
         s.x_channel = X.stride[1], s.x_row = X.stride[2], s.x_col = X.stride[3];
         s.in_channels = depthwise ? c : cg, s.x_rows = X.size[2], s.x_cols = X.size[3];
         s.sh = stride[0], s.sw = stride[1];
-        s.w = w;
+        s.w = W.buffer;
         s.w_k_stride = W.stride[1], s.w_m_stride = W.stride[0];
         s.taps = taps_of(gi * og * W.stride[0]);
-        if (bias) s.bias = bias, s.bias_offset = gi * og * hb->strides[0], s.bias_stride = hb->strides[0];
+        if (bias) s.bias = hb->memref, s.bias_offset = hb->offset + gi * og * hb->strides[0], s.bias_stride = hb->strides[0];
         s.depthwise = depthwise;
         EmitConvSum(s);
       }
@@ -340,16 +343,16 @@ LogicalResult Lowerer::LowerConv(mlir::linalg::GenericOp g) {
         for (int64_t ph = 0; ph < std::min(stride[0], I.size[2]); ++ph) {
           for (int64_t pw = 0; pw < std::min(stride[1], I.size[3]); ++pw) {
             ConvSum s;
-            s.y = gin;
-            s.y_offset = b * I.stride[0] + gi * cg * I.stride[1] + ph * I.stride[2] + pw * I.stride[3];
+            s.y = I.buffer;
+            s.y_offset = I.offset + b * I.stride[0] + gi * cg * I.stride[1] + ph * I.stride[2] + pw * I.stride[3];
             s.y_channel = I.stride[1], s.y_row = stride[0] * I.stride[2], s.y_col = stride[1] * I.stride[3];
             s.channels = depthwise ? c : cg;
             s.rows = CeilDiv(I.size[2] - ph, stride[0]), s.cols = CeilDiv(I.size[3] - pw, stride[1]);
-            s.x = gout;
-            s.x_offset = b * G.stride[0] + gi * og * G.stride[1];
+            s.x = G.buffer;
+            s.x_offset = G.offset + b * G.stride[0] + gi * og * G.stride[1];
             s.x_channel = G.stride[1], s.x_row = G.stride[2], s.x_col = G.stride[3];
             s.in_channels = depthwise ? o : og, s.x_rows = oh, s.x_cols = ow;
-            s.w = w;
+            s.w = W.buffer;
             s.w_k_stride = W.stride[0], s.w_m_stride = depthwise ? W.stride[0] : W.stride[1];
             for (int64_t i = 0; i < kh; ++i) {
               const int64_t dh = ph + padding[0] - i * dilation[0];
@@ -357,7 +360,8 @@ LogicalResult Lowerer::LowerConv(mlir::linalg::GenericOp g) {
               for (int64_t j = 0; j < kw; ++j) {
                 const int64_t dw = pw + padding[1] - j * dilation[1];
                 if (((dw % stride[1]) + stride[1]) % stride[1] != 0) continue;
-                s.taps.push_back({gi * og * W.stride[0] + i * W.stride[2] + j * W.stride[3], dh / stride[0], dw / stride[1]});
+                s.taps.push_back({W.offset + gi * og * W.stride[0] + i * W.stride[2] + j * W.stride[3], dh / stride[0],
+                                  dw / stride[1]});
               }
             }
             s.depthwise = depthwise;
@@ -402,11 +406,12 @@ LogicalResult Lowerer::LowerConv(mlir::linalg::GenericOp g) {
             for (int64_t b = 0; b < n && rlo < rhi && clo < chi; ++b) {
               for (const Block& bl : Blocks(rhi - rlo, chi - clo, kVectorFree)) {
                 const int64_t r = rlo + bl.r0, col = clo + bl.c0;
-                Value go = LoadWindow(Window{gout, b * G.stride[0] + c0 * G.stride[1] + r * G.stride[2] + col * G.stride[3],
+                Value go = LoadWindow(Window{G.buffer, G.offset + b * G.stride[0] + c0 * G.stride[1] + r * G.stride[2] + col * G.stride[3],
                                              cb, G.stride[1], {bl.rb, bl.cb}, {G.stride[2], G.stride[3]}},
                                       bl.rb * bl.cb, f32);
                 Value in = LoadWindow(
-                    Window{x, b * X.stride[0] + c0 * X.stride[1] + (ah + stride[0] * r) * X.stride[2] + (aw + stride[1] * col) * X.stride[3],
+                    Window{X.buffer, X.offset + b * X.stride[0] + c0 * X.stride[1] + (ah + stride[0] * r) * X.stride[2] +
+                                         (aw + stride[1] * col) * X.stride[3],
                            cb, X.stride[1], {bl.rb, bl.cb}, {stride[0] * X.stride[2], stride[1] * X.stride[3]}},
                     bl.rb * bl.cb, f32);
                 Value prod = Sbuf(cb, {bl.rb * bl.cb}, f32), part = Sbuf(cb, {1}, f32);
@@ -416,7 +421,8 @@ LogicalResult Lowerer::LowerConv(mlir::linalg::GenericOp g) {
               }
             }
             zero_if_none(acc, cb, 1);
-            StoreWindow(acc, Window{gw, c0 * D.stride[0] + i * D.stride[2] + j * D.stride[3], cb, D.stride[0], {1}, {1}});
+            StoreWindow(acc, Window{D.buffer, D.offset + c0 * D.stride[0] + i * D.stride[2] + j * D.stride[3], cb, D.stride[0],
+                                    {1}, {1}});
           }
           continue;
         }
@@ -432,11 +438,11 @@ LogicalResult Lowerer::LowerConv(mlir::linalg::GenericOp g) {
                 for (int64_t r = rlo; r < rhi; ++r) {
                   for (int64_t q0 = clo; q0 < chi; q0 += kMaxPartitions) {
                     const int64_t qb = std::min<int64_t>(kMaxPartitions, chi - q0);
-                    Value st = LoadWindow(Window{gout, b * G.stride[0] + (gi * og + o0) * G.stride[1] + r * G.stride[2] + q0 * G.stride[3],
+                    Value st = LoadWindow(Window{G.buffer, G.offset + b * G.stride[0] + (gi * og + o0) * G.stride[1] + r * G.stride[2] + q0 * G.stride[3],
                                                  qb, G.stride[3], {ob}, {G.stride[1]}},
                                           ob, f32);
                     Value mv = LoadWindow(
-                        Window{x, b * X.stride[0] + (gi * cg + c0) * X.stride[1] + (ah + stride[0] * r) * X.stride[2] +
+                        Window{X.buffer, X.offset + b * X.stride[0] + (gi * cg + c0) * X.stride[1] + (ah + stride[0] * r) * X.stride[2] +
                                       (aw + stride[1] * q0) * X.stride[3],
                                qb, stride[1] * X.stride[3], {cb}, {X.stride[1]}},
                         cb, f32);
@@ -452,7 +458,7 @@ LogicalResult Lowerer::LowerConv(mlir::linalg::GenericOp g) {
               } else {
                 Make<TensorCopyOp>(acc, out);
               }
-              StoreWindow(out, Window{gw, (gi * og + o0) * D.stride[0] + c0 * D.stride[1] + i * D.stride[2] + j * D.stride[3],
+              StoreWindow(out, Window{D.buffer, D.offset + (gi * og + o0) * D.stride[0] + c0 * D.stride[1] + i * D.stride[2] + j * D.stride[3],
                                       ob, D.stride[0], {cb}, {D.stride[1]}});
             }
           }
@@ -468,7 +474,7 @@ LogicalResult Lowerer::LowerConv(mlir::linalg::GenericOp g) {
       Value acc;
       for (int64_t b = 0; b < n; ++b) {
         for (const Block& bl : Blocks(oh, ow, kVectorFree)) {
-          Value go = LoadWindow(Window{gout, b * G.stride[0] + o0 * G.stride[1] + bl.r0 * G.stride[2] + bl.c0 * G.stride[3],
+          Value go = LoadWindow(Window{G.buffer, G.offset + b * G.stride[0] + o0 * G.stride[1] + bl.r0 * G.stride[2] + bl.c0 * G.stride[3],
                                        ob, G.stride[1], {bl.rb, bl.cb}, {G.stride[2], G.stride[3]}},
                                 bl.rb * bl.cb, f32);
           Value part = Sbuf(ob, {1}, f32);
@@ -477,7 +483,7 @@ LogicalResult Lowerer::LowerConv(mlir::linalg::GenericOp g) {
         }
       }
       zero_if_none(acc, ob, 1);
-      StoreWindow(acc, Window{gb, o0 * hb->strides[0], ob, hb->strides[0], {1}, {1}});
+      StoreWindow(acc, Window{hb->memref, hb->offset + o0 * hb->strides[0], ob, hb->strides[0], {1}, {1}});
     }
   }
   return success();

@@ -22,6 +22,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/IR/AffineMap.h"
 #include "mlir/IR/Builders.h"
 #include "mlir_lowering/trn/TrnDialect.h"
@@ -36,10 +37,13 @@ using mlir::Value;
 
 // ---- HBM windows (LowerLinalg.cpp) ----
 
-// An HBM buffer: a memref function argument or a memref.alloc, with its static strides.
+// An HBM buffer: a memref function argument or a memref.alloc, with its static strides, or a
+// static memref.subview of one (then `memref` is the buffer, `offset` the view's first element
+// in it and `strides` the view's).
 struct Hbm {
   Value memref;
   llvm::SmallVector<int64_t> strides;  // elements
+  int64_t offset = 0;                  // elements
 };
 
 std::optional<Hbm> HbmOf(Value v, std::string* why);
@@ -123,6 +127,8 @@ std::vector<Block> Blocks(int64_t rows, int64_t cols, int64_t limit);
 struct Nchw {
   int64_t size[4] = {1, 1, 1, 1};
   int64_t stride[4] = {0, 0, 0, 0};
+  Value buffer;        // the HBM buffer (Hbm::memref)
+  int64_t offset = 0;  // the view's first element in it (Hbm::offset)
 };
 // `perm` (trn.extern_perms): the call sees the buffer with its dimensions reordered, logical
 // dimension d being buffer dimension perm[d] (a channels-last view, say); empty: as it is.
@@ -158,6 +164,7 @@ class Lowerer {
   static mlir::Type ElementOf(Value memref);
   static bool Supported(Value memref);
   LogicalResult LowerFill(mlir::linalg::FillOp fill);
+  LogicalResult LowerCopy(mlir::memref::CopyOp copy);
   static std::optional<double> ConstantOf(Value v);
   std::vector<TileSpace> Tiles(llvm::ArrayRef<int64_t> ranges, llvm::ArrayRef<bool> reduce, bool one_free_axis = false);
 

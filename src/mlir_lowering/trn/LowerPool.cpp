@@ -48,6 +48,8 @@ Nchw Planes(Value v, mlir::Operation* call, std::string* why, bool* ok) {
     llvm::SmallVector<int64_t> perm = ExternPerm(call, v);
     auto shape = v.getType().cast<mlir::MemRefType>().getShape();
     Nchw u;
+    u.buffer = h->memref;
+    u.offset = h->offset;
     for (int i = 0; i < 3; ++i) {
       const int64_t d = perm.empty() ? i : perm[i];
       u.size[i + 1] = shape[d];
@@ -164,10 +166,10 @@ LogicalResult Lowerer::LowerPool(mlir::linalg::GenericOp g) {
     return static_cast<double>(include_pad ? rsize * seg.size : rvalid * seg.valid);
   };
   // The source geometry of shifted tiles over a (C, rows, cols) plane set of image b.
-  auto source = [&](Value v, const Nchw& G, int64_t b, int64_t rows, int64_t cols, int64_t sh, int64_t sw) {
+  auto source = [&](const Nchw& G, int64_t b, int64_t rows, int64_t cols, int64_t sh, int64_t sw) {
     ConvSum src;
-    src.x = v;
-    src.x_offset = b * G.stride[0];
+    src.x = G.buffer;
+    src.x_offset = G.offset + b * G.stride[0];
     src.x_channel = G.stride[1], src.x_row = G.stride[2], src.x_col = G.stride[3];
     src.x_rows = rows, src.x_cols = cols, src.sh = sh, src.sw = sw;
     return src;
@@ -182,14 +184,14 @@ LogicalResult Lowerer::LowerPool(mlir::linalg::GenericOp g) {
     acc = sum;
   };
   // A tile of one output row's columns [col0, col0 + len) of channels [c0, c0 + cb).
-  auto store = [&](Value tile, Value memref, const Nchw& G, int64_t b, int64_t c0, int64_t cb, int64_t row, int64_t col0,
+  auto store = [&](Value tile, const Nchw& G, int64_t b, int64_t c0, int64_t cb, int64_t row, int64_t col0,
                    int64_t len) {
-    StoreWindow(tile, Window{memref, b * G.stride[0] + c0 * G.stride[1] + row * G.stride[2] + col0 * G.stride[3], cb,
+    StoreWindow(tile, Window{G.buffer, G.offset + b * G.stride[0] + c0 * G.stride[1] + row * G.stride[2] + col0 * G.stride[3], cb,
                              G.stride[1], {len}, {G.stride[3]}});
   };
   if (!backward) {
     for (int64_t b = 0; b < n; ++b) {
-      const ConvSum src = source(self, X, b, h, w, s[0], s[1]);
+      const ConvSum src = source(X, b, h, w, s[0], s[1]);
       for (int64_t c0 = 0; c0 < c; c0 += kMaxPartitions) {
         const int64_t cb = std::min<int64_t>(kMaxPartitions, c - c0);
         for (int64_t r = 0; r < oh; ++r) {
@@ -223,7 +225,7 @@ LogicalResult Lowerer::LowerPool(mlir::linalg::GenericOp g) {
                   Make<CopyPredicatedOp>(ti, take, idx);
                 }
               }
-              store(idx, indices, I, b, c0, cb, r, seg.c0, seg.cb);
+              store(idx, I, b, c0, cb, r, seg.c0, seg.cb);
             } else {
               for (int64_t i = 0; i < k[0]; ++i) {
                 for (int64_t j = 0; j < k[1]; ++j) {
@@ -239,7 +241,7 @@ LogicalResult Lowerer::LowerPool(mlir::linalg::GenericOp g) {
               Make<TensorScalarOp>(acc, mean, str("divide"), b_.getF32FloatAttr(static_cast<float>(div_of(r, seg))), Value());
               acc = mean;
             }
-            store(acc, result, R, b, c0, cb, r, seg.c0, seg.cb);
+            store(acc, R, b, c0, cb, r, seg.c0, seg.cb);
           }
         }
       }
@@ -252,18 +254,18 @@ LogicalResult Lowerer::LowerPool(mlir::linalg::GenericOp g) {
   if (!max) {
     auto type = mlir::MemRefType::get({n * c * oh * ow}, f32);
     spread = b_.create<mlir::memref::AllocOp>(loc_, type).getResult();
-    S = Nchw{{n, c, oh, ow}, {c * oh * ow, oh * ow, ow, 1}};
+    S = Nchw{{n, c, oh, ow}, {c * oh * ow, oh * ow, ow, 1}, spread, 0};
     for (int64_t b = 0; b < n; ++b) {
       for (int64_t c0 = 0; c0 < c; c0 += kMaxPartitions) {
         const int64_t cb = std::min<int64_t>(kMaxPartitions, c - c0);
         for (int64_t r = 0; r < oh; ++r) {
           for (const Segment& seg : Segments(ow, k[1], s[1], p[1], w, true)) {
-            Value t = LoadWindow(Window{gout, b * Y.stride[0] + c0 * Y.stride[1] + r * Y.stride[2] + seg.c0 * Y.stride[3],
+            Value t = LoadWindow(Window{Y.buffer, Y.offset + b * Y.stride[0] + c0 * Y.stride[1] + r * Y.stride[2] + seg.c0 * Y.stride[3],
                                         cb, Y.stride[1], {seg.cb}, {Y.stride[3]}},
                                  seg.cb, f32);
             Value q = Sbuf(cb, {seg.cb}, f32);
             Make<TensorScalarOp>(t, q, str("divide"), b_.getF32FloatAttr(static_cast<float>(div_of(r, seg))), Value());
-            store(q, spread, S, b, c0, cb, r, seg.c0, seg.cb);
+            store(q, S, b, c0, cb, r, seg.c0, seg.cb);
           }
         }
       }
@@ -271,8 +273,8 @@ LogicalResult Lowerer::LowerPool(mlir::linalg::GenericOp g) {
   }
   // Phase (ph, pw): input rows ph + stride t; tap i reaches it from output row t + (ph + pad - i dil) / stride.
   for (int64_t b = 0; b < n; ++b) {
-    const ConvSum src = source(spread, S, b, oh, ow, 1, 1);
-    const ConvSum isrc = max ? source(indices, I, b, oh, ow, 1, 1) : ConvSum{};
+    const ConvSum src = source(S, b, oh, ow, 1, 1);
+    const ConvSum isrc = max ? source(I, b, oh, ow, 1, 1) : ConvSum{};
     for (int64_t ph = 0; ph < std::min(s[0], h); ++ph) {
       for (int64_t pw = 0; pw < std::min(s[1], w); ++pw) {
         std::vector<ConvTap> taps;
@@ -316,7 +318,7 @@ LogicalResult Lowerer::LowerPool(mlir::linalg::GenericOp g) {
                 Make<MemsetOp>(acc, b_.getF64FloatAttr(0.0));
               }
               const Nchw& G = R;
-              StoreWindow(acc, Window{result, b * G.stride[0] + c0 * G.stride[1] + (ph + s[0] * r) * G.stride[2] +
+              StoreWindow(acc, Window{G.buffer, G.offset + b * G.stride[0] + c0 * G.stride[1] + (ph + s[0] * r) * G.stride[2] +
                                                   (pw + s[1] * bl.c0) * G.stride[3],
                                       cb, G.stride[1], {rb, bl.cb}, {s[0] * G.stride[2], s[1] * G.stride[3]}});
             }
