@@ -2,6 +2,7 @@
 // comparisons and functions; integer arithmetic and comparisons on i32 tiles (torch's int64
 // tensors are carried as i32 on the core); linalg.index as a GpSimd iota.
 #include <cmath>
+#include <limits>
 #include <optional>
 #include <string>
 
@@ -63,6 +64,25 @@ LogicalResult Lowerer::LowerBodyOp(mlir::Operation& op, const TileSpace& t, llvm
     Value narrow = NewTile(t, in[0].kind(), to);
     Make<TensorCopyOp>(in[0].tile, narrow);
     return set(Wrap(narrow, in[0].kind()));
+  }
+  if (mlir::isa<mlir::math::ExpM1Op, mlir::math::Log1pOp>(op)) {
+    // No instruction: Kahan's expm1(x) = (e^x - 1) x / log(e^x) and Goldberg's log1p(x) =
+    // log(1 + x) x / ((1 + x) - 1), accurate to a few ulp where e^x - 1 and log(1 + x) cancel;
+    // where the quotient is 0/0 or inf/inf (u == 1, u == inf, e^x - 1 == -1) the limit is taken.
+    if (in[0].kind() == Kind::kConst) return op.emitOpError("on a constant: expected folded before trn-lower-linalg");
+    using P = mlir::arith::CmpFPredicate;
+    const Val& x = in[0];
+    const mlir::Type f32 = b_.getF32Type();
+    const double inf = std::numeric_limits<double>::infinity();
+    const bool expm1 = mlir::isa<mlir::math::ExpM1Op>(op);
+    const Val u = expm1 ? Wrap(Act(x, "exp", t), x.kind()) : Binary("add", "add", x, Val::Const(1.0), t);
+    const Val d = Binary("subtract", "", u, Val::Const(1.0), t);
+    const Val l = Wrap(Act(u, "log", t), x.kind());
+    Val r = expm1 ? Binary("divide", "", Binary("multiply", "multiply", d, x, t), l, t)
+                  : Binary("divide", "", Binary("multiply", "multiply", l, x, t), d, t);
+    if (expm1) r = Select(Compare(P::OEQ, d, Val::Const(-1.0), t), Val::Const(-1.0), r, t, f32);
+    r = Select(Compare(P::OEQ, u, Val::Const(inf), t), u, r, t, f32);
+    return set(Select(Compare(P::OEQ, u, Val::Const(1.0), t), x, r, t, f32));
   }
   const char* func = mlir::isa<mlir::math::ExpOp>(op)     ? "exp"
                      : mlir::isa<mlir::math::LogOp>(op)   ? "log"
