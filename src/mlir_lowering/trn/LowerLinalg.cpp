@@ -528,6 +528,13 @@ bool Lowerer::MatchCombine(Value y, Value acc, std::string* op, Value* x, llvm::
     ops->insert(def);
     return static_cast<bool>(*x);
   }
+  // any / all of booleans: or = max, and = min of 0/1.
+  if (mlir::isa<mlir::arith::OrIOp, mlir::arith::AndIOp>(def) && y.getType().isInteger(1)) {
+    *op = mlir::isa<mlir::arith::OrIOp>(def) ? "maximum" : "minimum";
+    *x = other(def);
+    ops->insert(def);
+    return static_cast<bool>(*x);
+  }
   // select(isnan(acc), acc, inner) -> inner (the max/min instruction's own NaN behaviour).
   if (auto sel = mlir::dyn_cast<mlir::arith::SelectOp>(def)) {
     auto cmp = sel.getCondition().getDefiningOp<mlir::arith::CmpFOp>();
