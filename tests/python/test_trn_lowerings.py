@@ -126,8 +126,9 @@ def test_lowered_ops_per_target():
 
 def test_expm1_log1p_slices_any_all_on_trn2():
     # expm1 / log1p (no instruction: Kahan's and Goldberg's quotients, a few ulp even where
-    # e^x - 1 cancels), writes into slices / concatenations (memref.subview windows and
-    # memref.copy through SBUF), any / all (max / min reductions of booleans), all on the core.
+    # e^x - 1 cancels), floor / ceil (round to nearest, corrected), writes into slices /
+    # concatenations (memref.subview windows and memref.copy through SBUF), any / all (max / min
+    # reductions of booleans), all on the core.
     out = last_json(run_python("""
         import json, torch, torch_trn
         x = torch.cat([torch.tensor([0.0, 1e-8, -1e-8, 1e-5, -0.5, 3.0, -30.0, 100.0, float("inf"), float("-inf"),
@@ -139,6 +140,8 @@ def test_expm1_log1p_slices_any_all_on_trn2():
             y[:, 3:13] = A * 2
             z = torch.cat([A[:, 1:4], A[2:5].repeat(2, 1)[:6, :3] + 1], dim=1)
             return {"expm1": torch.expm1(X), "log1p": torch.log1p(X), "elu": torch.nn.functional.elu(X),
+                    "floor": torch.floor(X * 7.5), "ceil": torch.ceil(X * 7.5),
+                    "round_half": torch.floor(torch.arange(-10, 10, device=dev) * 0.5),
                     "slice_write": y + 1, "cat": z * z, "any": (A > 1).any(dim=1).float(),
                     "all": (A > -3).all().float().reshape(1)}
         ref = f("cpu")

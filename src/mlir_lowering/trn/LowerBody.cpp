@@ -84,6 +84,24 @@ LogicalResult Lowerer::LowerBodyOp(mlir::Operation& op, const TileSpace& t, llvm
     r = Select(Compare(P::OEQ, u, Val::Const(inf), t), u, r, t, f32);
     return set(Select(Compare(P::OEQ, u, Val::Const(1.0), t), x, r, t, f32));
   }
+  if (mlir::isa<mlir::math::FloorOp, mlir::math::CeilOp>(op)) {
+    // r = x rounded to the nearest integer (a copy into an i32 tile: the engines' float ->
+    // integer conversion rounds to nearest, our assumption), then floor = r - (r > x) and
+    // ceil = r + (r < x); |x| >= 2^23 is integral already (and beyond int32), NaN stays NaN.
+    const bool floor = mlir::isa<mlir::math::FloorOp>(op);
+    const Val& x = in[0];
+    if (x.kind() == Kind::kConst) return set(Val::Const(floor ? std::floor(*x.constant) : std::ceil(*x.constant)));
+    using P = mlir::arith::CmpFPredicate;
+    const mlir::Type f32 = b_.getF32Type();
+    Value rounded = NewTile(t, x.kind(), b_.getI32Type());
+    Make<TensorCopyOp>(x.tile, rounded);
+    const Val r = Wrap(rounded, x.kind());
+    const Val off = Compare(floor ? P::OGT : P::OLT, r, x, t);
+    Val y = Binary(floor ? "subtract" : "add", floor ? "" : "add", r, off, t, f32);
+    const Val abs = Binary("maximum", "maximum", x, Binary("multiply", "multiply", x, Val::Const(-1.0), t), t);
+    y = Select(Compare(P::OGE, abs, Val::Const(8388608.0), t), x, y, t, f32);
+    return set(Select(Compare(P::UNO, x, x, t), x, y, t, f32));
+  }
   const char* func = mlir::isa<mlir::math::ExpOp>(op)     ? "exp"
                      : mlir::isa<mlir::math::LogOp>(op)   ? "log"
                      : mlir::isa<mlir::math::TanhOp>(op)  ? "tanh"
