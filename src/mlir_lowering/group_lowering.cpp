@@ -46,21 +46,8 @@ bool GroupLowering::CanLower(const runtime::OpRecord& record, std::string* why) 
     *why = lowering->runtime_call ? "runtime call (no trn lowering)" : "data-dependent reads (no trn lowering)";
     return false;
   }
-  // The gathers' trn lowering (trn/LowerGather.cpp): a 2-D embedding table; index_select of a
-  // 1-D or 2-D tensor along its first dimension.
-  if (trn && lowering->runtime_call && !record.args.empty() && record.args[0].isTensor()) {
-    const std::string& name = record.op.schema().name();
-    const int64_t rank = record.args[0].toTensor().dim();
-    const bool gather_ok = name == "aten::embedding" ? rank == 2
-                           : name == "aten::index_select"
-                               ? (rank == 1 || rank == 2) && record.args.size() > 1 && record.args[1].isInt() &&
-                                     (record.args[1].toInt() == 0 || record.args[1].toInt() == -rank)
-                               : true;
-    if (!gather_ok) {
-      *why = "gather shape (no trn lowering)";
-      return false;
-    }
-  }
+  // The runtime calls the trn pipeline lowers itself, within their limits.
+  if (trn && lowering->runtime_call && !LoweringRegistry::TrnAcceptsCall(record, why)) return false;
   // A write through a view whose elements overlap (an expand): ATen decides per op what that
   // means (fill_ writes it, copy_ raises), so the op runs op by op with ATen's kernel.
   const c10::FunctionSchema& schema = record.op.schema();
@@ -660,12 +647,34 @@ void GroupLowering::EmitExtern(const std::vector<View>& reads, const std::vector
   for (size_t i = 0; i < dests.size(); ++i) perms.push_back("array<i64>");
   std::string attrs =
       permuted ? absl::StrCat(", ", kExternPermsAttr, " = [", absl::StrJoin(perms, ", "), "]") : "";
-  std::vector<int64_t> ints;  // what the call computes, for the trn pipeline's own lowerings
-  for (const c10::IValue& a : current().args) {
-    if (a.isInt()) ints.push_back(a.toInt());
+  // What the call computes, for the trn pipeline's own lowerings: int and bool arguments, and
+  // int / bool list arguments (an absent optional list as an empty one), in schema order.
+  std::vector<int64_t> ints;
+  std::vector<std::string> lists;
+  const std::vector<c10::Argument>& formals = current().op.schema().arguments();
+  for (size_t j = 0; j < current().args.size() && j < formals.size(); ++j) {
+    const c10::IValue& a = current().args[j];
+    c10::TypePtr type = formals[j].type();
+    if (auto opt = type->cast<c10::OptionalType>()) type = opt->getElementType();
+    if (a.isInt() || a.isBool()) {
+      ints.push_back(a.isInt() ? a.toInt() : static_cast<int64_t>(a.toBool()));
+    } else if (type->kind() == c10::TypeKind::ListType && !a.isTensorList() && (a.isNone() || a.isList())) {
+      std::vector<int64_t> l;
+      if (!a.isNone()) {
+        for (const c10::IValue& e : a.toListRef()) {
+          if (e.isInt() || e.isBool()) {
+            l.push_back(e.isInt() ? e.toInt() : static_cast<int64_t>(e.toBool()));
+          } else if (e.isSymInt() && e.toSymInt().maybe_as_int()) {
+            l.push_back(*e.toSymInt().maybe_as_int());
+          }
+        }
+      }
+      lists.push_back(absl::StrCat("array<i64", l.empty() ? "" : ": ", absl::StrJoin(l, ", "), ">"));
+    }
   }
   absl::StrAppend(&attrs, ", ", kExternOpAttr, " = \"", current().op.schema().name(), "\", ", kExternIntsAttr,
-                  " = array<i64", ints.empty() ? "" : ": ", absl::StrJoin(ints, ", "), ">");
+                  " = array<i64", ints.empty() ? "" : ": ", absl::StrJoin(ints, ", "), ">, ", kExternListsAttr, " = [",
+                  absl::StrJoin(lists, ", "), "]");
   Emit(absl::StrCat("    ", result, ":", dests.size(), " = linalg.generic {indexing_maps = [",
                     absl::StrJoin(all_maps, ", "), "], iterator_types = [], library_call = \"", call, "\"", attrs,
                     "} ins(",

@@ -26,11 +26,15 @@ inline constexpr const char kExternPrefix[] = "trn_ext";
 //    array passes the operand as it is.
 inline constexpr const char kExternPermsAttr[] = "trn.extern_perms";
 //  - `trn.extern_op` (string, the ATen schema name) and `trn.extern_ints` (array<i64>, the op's
-//    int arguments in schema order) on such a generic: what the call computes, for a pipeline
+//    int and bool arguments in schema order) on such a generic: what the call computes, for a pipeline
 //    that lowers some calls itself (the trn pipeline's gathers, LowerGather.cpp); the host
 //    pipeline ignores them.
 inline constexpr const char kExternOpAttr[] = "trn.extern_op";
 inline constexpr const char kExternIntsAttr[] = "trn.extern_ints";
+//  - `trn.extern_lists` (array of array<i64>): the op's int and bool list arguments in schema
+//    order, an absent optional argument (None) as an empty array (bools as 0 / 1; bool and int
+//    arguments are in trn.extern_ints, bools as 0 / 1).
+inline constexpr const char kExternListsAttr[] = "trn.extern_lists";
 //  - `trn.tied_input` (i64) on a public function's result: the caller binds this result's buffer
 //    to the very view it passes as that argument (an in-place update the group lowering did not
 //    stage); see createTieInPlacePass.

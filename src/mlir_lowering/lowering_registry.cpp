@@ -67,9 +67,75 @@ bool LoweringRegistry::TrnLowers(absl::string_view name) const {
   name = Folded(name);
   if (lowering->runtime_call) {
     return name == "aten::mm" || name == "aten::addmm" || name == "aten::bmm" || name == "aten::baddbmm" ||
-           name == "aten::embedding" || name == "aten::index_select";
+           name == "aten::embedding" || name == "aten::index_select" || name == "aten::convolution" ||
+           name == "aten::convolution_backward" || name == "aten::max_pool2d_with_indices" ||
+           name == "aten::max_pool2d_with_indices_backward" || name == "aten::avg_pool2d" ||
+           name == "aten::avg_pool2d_backward" || name == "aten::adaptive_avg_pool2d" ||
+           name == "aten::_adaptive_avg_pool2d" || name == "aten::_adaptive_avg_pool2d_backward";
   }
-  return name != "aten::nll_loss_forward" && name != "aten::nll_loss2d_forward";
+  return true;
+}
+
+namespace {
+
+int64_t IntArg(const runtime::OpRecord& r, size_t j, int64_t fallback) {
+  return j < r.args.size() && r.args[j].isInt() ? r.args[j].toInt() : fallback;
+}
+bool BoolArg(const runtime::OpRecord& r, size_t j) { return j < r.args.size() && r.args[j].isBool() && r.args[j].toBool(); }
+int64_t Rank(const runtime::OpRecord& r, size_t j) {
+  return j < r.args.size() && r.args[j].isTensor() ? r.args[j].toTensor().dim() : -1;
+}
+
+}  // namespace
+
+bool LoweringRegistry::TrnAcceptsCall(const runtime::OpRecord& r, std::string* why) {
+  const std::string& name = r.op.schema().name();
+  if (name == "aten::embedding" && Rank(r, 0) != 2) {
+    *why = "gather shape (no trn lowering)";
+    return false;
+  }
+  if (name == "aten::index_select") {
+    const int64_t rank = Rank(r, 0), dim = IntArg(r, 1, 1);
+    if ((rank != 1 && rank != 2) || (dim != 0 && dim != -rank)) {
+      *why = "gather shape (no trn lowering)";
+      return false;
+    }
+  }
+  // Convolutions (trn/LowerConv.cpp): 1-D and 2-D, not transposed.
+  //   convolution(input, weight, bias, stride, padding, dilation, transposed, output_padding, groups)
+  //   convolution_backward(grad_output, input, weight, bias_sizes, stride, padding, dilation, transposed, ...)
+  if (name == "aten::convolution" || name == "aten::convolution_backward") {
+    const bool backward = name == "aten::convolution_backward";
+    const int64_t rank = Rank(r, backward ? 1 : 0);
+    if ((rank != 3 && rank != 4) || BoolArg(r, backward ? 7 : 6)) {
+      *why = "convolution shape (no trn lowering for 3-D or transposed convolutions)";
+      return false;
+    }
+  }
+  // 2-D pooling (trn/LowerPool.cpp) of (N, C, H, W) or (C, H, W); adaptive average pooling when
+  // the output divides the input.
+  if (name.find("pool2d") != std::string::npos) {
+    const bool backward = name.find("backward") != std::string::npos;
+    const int64_t rank = Rank(r, backward ? 1 : 0);
+    if (rank != 3 && rank != 4) {
+      *why = "pooling shape (no trn lowering)";
+      return false;
+    }
+    if (name.find("adaptive") != std::string::npos) {
+      const at::Tensor& in = r.args[backward ? 1 : 0].toTensor();
+      std::vector<int64_t> out;
+      if (backward && Rank(r, 0) == rank) {
+        out = {r.args[0].toTensor().size(-2), r.args[0].toTensor().size(-1)};
+      } else if (!backward && r.args.size() > 1 && r.args[1].isIntList()) {
+        out = r.args[1].toIntVector();
+      }
+      if (out.size() != 2 || out[0] <= 0 || out[1] <= 0 || in.size(-2) % out[0] != 0 || in.size(-1) % out[1] != 0) {
+        *why = "adaptive pooling whose output does not divide the input (no trn lowering)";
+        return false;
+      }
+    }
+  }
+  return true;
 }
 
 }  // namespace trn::mlir_lowering

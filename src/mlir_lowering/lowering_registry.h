@@ -46,12 +46,15 @@ class LoweringRegistry {
   // ("trn2", "trn3") those lowered to linalg plus the runtime calls it lowers itself
   // (TrnRunsCall), sorted.
   std::vector<std::string> Names(absl::string_view target) const;
-  // Whether the trn pipeline lowers this op's lowering: not for runtime calls other than the
-  // matrix products and the gathers embedding and index_select (within the limits
-  // GroupLowering::CanLower checks), nor for lowerings that read data-dependent addresses
-  // inside a linalg body (nll_loss forward's tensor.extract); those run op by op on the host on
-  // a trn target, outside the groups.
+  // Whether the trn pipeline lowers this op's lowering: every lowering to linalg, and of the
+  // runtime calls the matrix products, the gathers embedding and index_select, convolutions and
+  // 2-D pooling (within the limits TrnAcceptsCall checks); the other runtime calls run op by op
+  // on the host on a trn target, outside the groups.
   bool TrnLowers(absl::string_view name) const;
+  // For a runtime call the trn pipeline lowers itself (TrnLowers): whether this record is within
+  // that lowering's limits (trn/LowerGather.cpp, trn/LowerConv.cpp, trn/LowerPool.cpp); if not,
+  // `why` says what is outside them and the op runs on the host.
+  static bool TrnAcceptsCall(const runtime::OpRecord& record, std::string* why);
 
  private:
   absl::flat_hash_map<std::string, OpLowering> ops_;

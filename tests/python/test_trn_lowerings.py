@@ -115,8 +115,47 @@ def test_lowered_ops_per_target():
     """))
     assert out["default"] == out["host"]
     assert out["trn2"] == out["trn3"] and set(out["trn2"]) <= set(out["host"])
-    for op in ("aten::embedding", "aten::index_select", "aten::arange", "aten::mm", "aten::add"):
+    for op in ("aten::embedding", "aten::index_select", "aten::arange", "aten::mm", "aten::add", "aten::convolution",
+               "aten::convolution_backward", "aten::max_pool2d_with_indices", "aten::avg_pool2d_backward",
+               "aten::nll_loss_forward"):
         assert op in out["trn2"], op
-    for op in ("aten::convolution", "aten::max_pool2d_with_indices"):
+    for op in ("aten::embedding_dense_backward", "aten::scatter_add", "aten::upsample_nearest2d"):
         assert op in out["host"] and op not in out["trn2"], op
     assert out["bad"] and "tpu" in out["bad"]
+
+
+def test_expm1_log1p_slices_any_all_on_trn2():
+    # expm1 / log1p (no instruction: Kahan's and Goldberg's quotients, a few ulp even where
+    # e^x - 1 cancels), floor / ceil (round to nearest, corrected), writes into slices /
+    # concatenations (memref.subview windows and memref.copy through SBUF), any / all (max / min
+    # reductions of booleans), all on the core.
+    out = last_json(run_python("""
+        import json, torch, torch_trn
+        x = torch.cat([torch.tensor([0.0, 1e-8, -1e-8, 1e-5, -0.5, 3.0, -30.0, 100.0, float("inf"), float("-inf"),
+                                     float("nan"), -1.0]), torch.randn(500)])
+        a = torch.randn(6, 10)
+        def f(dev):
+            X, A = x.to(dev), a.to(dev)
+            y = torch.zeros(6, 16, device=dev)
+            y[:, 3:13] = A * 2
+            z = torch.cat([A[:, 1:4], A[2:5].repeat(2, 1)[:6, :3] + 1], dim=1)
+            return {"expm1": torch.expm1(X), "log1p": torch.log1p(X), "elu": torch.nn.functional.elu(X),
+                    "floor": torch.floor(X * 7.5), "ceil": torch.ceil(X * 7.5),
+                    "round_half": torch.floor(torch.arange(-10, 10, device=dev) * 0.5),
+                    "slice_write": y + 1, "cat": z * z, "any": (A > 1).any(dim=1).float(),
+                    "all": (A > -3).all().float().reshape(1)}
+        ref = f("cpu")
+        got = {k: v.cpu() for k, v in f("neuron").items()}
+        torch_trn.sync()
+        res = {}
+        for k in ref:
+            fin = torch.isfinite(ref[k])
+            res[k] = [bool(torch.equal(torch.isnan(got[k]), torch.isnan(ref[k]))),
+                      bool(torch.equal(got[k][~fin & ~torch.isnan(ref[k])], ref[k][~fin & ~torch.isnan(ref[k])])),
+                      float(((got[k][fin] - ref[k][fin]).abs() / ref[k][fin].abs().clamp_min(1e-30)).max())]
+        print(json.dumps({"res": res, "dev": torch_trn.stats()["device"]}))
+    """, env=TRN))
+    for k, (nan_same, inf_same, rel) in out["res"].items():
+        assert nan_same and inf_same and rel < 1e-6, (k, nan_same, inf_same, rel)
+    dev = out["dev"]
+    assert dev["host_group_reasons"] == {} and dev["ops_on_host"] == 0, (dev["host_group_reasons"], dev["ops_on_host"])

@@ -6,12 +6,14 @@
 // class index is clamped into [0, C) before the read, so no access is ever out of bounds. ATen
 // raises IndexError on a target outside [0, C) that is not ignore_index; here a device-side
 // check (GroupLowering::Check) counts such targets and the run fails with that IndexError,
-// naming the op and its source line.
+// naming the op and its source line. On a trn target the forward picks input[.., target, ..]
+// by comparing the class index with the target instead (NllPicked), which the NeuronCore runs.
 #include <limits>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "mlir_lowering/ops/reduce_helpers.h"
+#include "runtime/knobs.h"
 
 namespace trn::mlir_lowering {
 namespace {
@@ -109,6 +111,44 @@ View NllElements(GroupLowering& g, const Nll& n, const std::string& xs, const st
   });
 }
 
+bool TrnTarget() {
+  const absl::StatusOr<runtime::Knobs>& k = runtime::GetKnobs();
+  return k.ok() && k->target != "host";
+}
+
+// `v` (target-shaped, or the 1-D weight when `weight`) broadcast along the class dimension
+// to the input's shape: a view, no copy.
+View AlongClasses(const Nll& n, View v, bool weight) {
+  for (AffineTerm& t : v.map) {
+    for (auto& [d, c] : t.coeffs) {
+      if (weight) {
+        d = static_cast<int>(n.class_dim);
+      } else if (d >= n.class_dim) {
+        ++d;
+      }
+    }
+  }
+  v.sizes = n.self.sizes;
+  return v;
+}
+
+// The NeuronCore cannot read at a data-dependent address inside a body: there, the element at
+// the target's class is picked by comparing the class index (an iota) with the target and
+// summing over the classes (the other terms are exact zeros, NaN in them included).
+View NllPicked(GroupLowering& g, const Nll& n, bool want_weight) {
+  std::vector<Operand> ins = {Operand::Of(AlongClasses(n, n.target, false))};
+  if (!want_weight) ins.push_back(Operand::Of(n.self));
+  if (n.weight.has_value()) ins.push_back(Operand::Of(AlongClasses(n, *n.weight, true)));
+  View picked = g.Pointwise(ins, n.self.sizes, n.t, [&](ScalarBuilder& b, const Args& a) {
+    TargetInfo ti = Classify(b, n, a[0]);
+    Scalar w = n.weight.has_value() ? a.back() : Const(b, 1, n.t);
+    Scalar v = want_weight ? w : b.Mul(b.Neg(a[1]), w);
+    Scalar here = b.Cmp(Cmp::kEq, b.LoopIndex(n.class_dim), ti.index);
+    return b.Select(here, MaskTarget(b, ti, v), Const(b, 0, n.t));
+  });
+  return SumOf(g, picked, {n.class_dim}, false, n.t);
+}
+
 absl::Status NllLossForward(GroupLowering& g, const runtime::OpRecord&) {
   TRN_ASSIGN_OR_RETURN(Nll n, ReadNll(g));
   const at::Tensor out = g.Destination(0), total = g.Destination(1);
@@ -116,16 +156,17 @@ absl::Status NllLossForward(GroupLowering& g, const runtime::OpRecord&) {
     return absl::UnimplementedError("nll_loss without outputs");
   }
   TRN_RETURN_IF_ERROR(CheckTargets(g, n));
-  const std::string xs = g.Materialize(n.self);
-  const std::string ws = n.weight.has_value() ? g.Materialize(*n.weight) : "";
-  View loss = NllElements(g, n, xs, ws, false);
+  const bool trn = TrnTarget();
+  const std::string xs = trn ? "" : g.Materialize(n.self);
+  const std::string ws = !trn && n.weight.has_value() ? g.Materialize(*n.weight) : "";
+  View loss = trn ? NllPicked(g, n, false) : NllElements(g, n, xs, ws, false);
   if (n.reduction == kNone && n.self.rank() >= 2) {
     TRN_RETURN_IF_ERROR(g.WriteResult(0, loss));
     return g.WriteResult(1, g.Pointwise({Operand::Const(0, c10::kLong)}, {}, n.t,
                                         [](ScalarBuilder&, const Args& a) { return a[0]; }));
   }
   const std::vector<int64_t> all = *ReduceDims(c10::IValue(), loss.rank());
-  View w = NllElements(g, n, xs, ws, true);
+  View w = trn && n.weight.has_value() ? NllPicked(g, n, true) : NllElements(g, n, xs, ws, true);
   View sum = SumOf(g, loss, all, false, c10::kDouble);
   View tw = SumOf(g, w, all, false, c10::kDouble);
   const c10::ScalarType t = n.t;

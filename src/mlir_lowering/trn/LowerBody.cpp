@@ -2,6 +2,7 @@
 // comparisons and functions; integer arithmetic and comparisons on i32 tiles (torch's int64
 // tensors are carried as i32 on the core); linalg.index as a GpSimd iota.
 #include <cmath>
+#include <limits>
 #include <optional>
 #include <string>
 
@@ -63,6 +64,43 @@ LogicalResult Lowerer::LowerBodyOp(mlir::Operation& op, const TileSpace& t, llvm
     Value narrow = NewTile(t, in[0].kind(), to);
     Make<TensorCopyOp>(in[0].tile, narrow);
     return set(Wrap(narrow, in[0].kind()));
+  }
+  if (mlir::isa<mlir::math::ExpM1Op, mlir::math::Log1pOp>(op)) {
+    // No instruction: Kahan's expm1(x) = (e^x - 1) x / log(e^x) and Goldberg's log1p(x) =
+    // log(1 + x) x / ((1 + x) - 1), accurate to a few ulp where e^x - 1 and log(1 + x) cancel;
+    // where the quotient is 0/0 or inf/inf (u == 1, u == inf, e^x - 1 == -1) the limit is taken.
+    if (in[0].kind() == Kind::kConst) return op.emitOpError("on a constant: expected folded before trn-lower-linalg");
+    using P = mlir::arith::CmpFPredicate;
+    const Val& x = in[0];
+    const mlir::Type f32 = b_.getF32Type();
+    const double inf = std::numeric_limits<double>::infinity();
+    const bool expm1 = mlir::isa<mlir::math::ExpM1Op>(op);
+    const Val u = expm1 ? Wrap(Act(x, "exp", t), x.kind()) : Binary("add", "add", x, Val::Const(1.0), t);
+    const Val d = Binary("subtract", "", u, Val::Const(1.0), t);
+    const Val l = Wrap(Act(u, "log", t), x.kind());
+    Val r = expm1 ? Binary("divide", "", Binary("multiply", "multiply", d, x, t), l, t)
+                  : Binary("divide", "", Binary("multiply", "multiply", l, x, t), d, t);
+    if (expm1) r = Select(Compare(P::OEQ, d, Val::Const(-1.0), t), Val::Const(-1.0), r, t, f32);
+    r = Select(Compare(P::OEQ, u, Val::Const(inf), t), u, r, t, f32);
+    return set(Select(Compare(P::OEQ, u, Val::Const(1.0), t), x, r, t, f32));
+  }
+  if (mlir::isa<mlir::math::FloorOp, mlir::math::CeilOp>(op)) {
+    // r = x rounded to the nearest integer (a copy into an i32 tile: the engines' float ->
+    // integer conversion rounds to nearest, our assumption), then floor = r - (r > x) and
+    // ceil = r + (r < x); |x| >= 2^23 is integral already (and beyond int32), NaN stays NaN.
+    const bool floor = mlir::isa<mlir::math::FloorOp>(op);
+    const Val& x = in[0];
+    if (x.kind() == Kind::kConst) return set(Val::Const(floor ? std::floor(*x.constant) : std::ceil(*x.constant)));
+    using P = mlir::arith::CmpFPredicate;
+    const mlir::Type f32 = b_.getF32Type();
+    Value rounded = NewTile(t, x.kind(), b_.getI32Type());
+    Make<TensorCopyOp>(x.tile, rounded);
+    const Val r = Wrap(rounded, x.kind());
+    const Val off = Compare(floor ? P::OGT : P::OLT, r, x, t);
+    Val y = Binary(floor ? "subtract" : "add", floor ? "" : "add", r, off, t, f32);
+    const Val abs = Binary("maximum", "maximum", x, Binary("multiply", "multiply", x, Val::Const(-1.0), t), t);
+    y = Select(Compare(P::OGE, abs, Val::Const(8388608.0), t), x, y, t, f32);
+    return set(Select(Compare(P::UNO, x, x, t), x, y, t, f32));
   }
   const char* func = mlir::isa<mlir::math::ExpOp>(op)     ? "exp"
                      : mlir::isa<mlir::math::LogOp>(op)   ? "log"

@@ -86,12 +86,13 @@ LogicalResult Lowerer::LowerGather(mlir::linalg::GenericOp g) {
   for (int64_t n0 = 0; n0 < n; n0 += kMaxPartitions) {
     const int64_t p = std::min<int64_t>(kMaxPartitions, n - n0);
     Value idx = Sbuf(p, {1}, b_.getI32Type());
-    window(Make<DmaCopyOp>(indices, idx), n0, {p, 1}, {1, 1});
+    window(Make<DmaCopyOp>(index_hbm->memref, idx), index_hbm->offset + n0, {p, 1}, {1, 1});
     for (int64_t c0 = 0; c0 < row; c0 += kMaxRowChunk) {
       const int64_t c = std::min(kMaxRowChunk, row - c0);
       Value block = Sbuf(p, {c}, element);
-      window(Make<DmaGatherOp>(table, idx, block), c0 * col_stride, {rows, c}, {row_stride, col_stride});
-      window(Make<DmaCopyOp>(block, out), n0 * row + c0, {p, c}, {row, 1});
+      window(Make<DmaGatherOp>(table_hbm->memref, idx, block), table_hbm->offset + c0 * col_stride, {rows, c},
+             {row_stride, col_stride});
+      window(Make<DmaCopyOp>(block, out_hbm->memref), out_hbm->offset + n0 * row + c0, {p, c}, {row, 1});
     }
   }
   return success();

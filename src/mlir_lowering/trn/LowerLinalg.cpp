@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/SmallBitVector.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -39,8 +40,26 @@ std::optional<Hbm> HbmOf(Value v, std::string* why) {
     *why = "not a memref";
     return std::nullopt;
   }
+  if (auto sv = v.getDefiningOp<mlir::memref::SubViewOp>()) {  // a static window of a buffer
+    auto src = HbmOf(sv.getSource(), why);
+    if (!src) return std::nullopt;
+    if (mlir::ShapedType::isDynamicShape(sv.getStaticOffsets()) || mlir::ShapedType::isDynamicShape(sv.getStaticStrides()) ||
+        sv.getStaticOffsets().size() != src->strides.size()) {
+      *why = "a memref.subview with dynamic offsets or strides";
+      return std::nullopt;
+    }
+    Hbm h;
+    h.memref = src->memref;
+    h.offset = src->offset;
+    const llvm::SmallBitVector dropped = sv.getDroppedDims();
+    for (size_t i = 0; i < src->strides.size(); ++i) {
+      h.offset += sv.getStaticOffsets()[i] * src->strides[i];
+      if (!dropped.test(i)) h.strides.push_back(src->strides[i] * sv.getStaticStrides()[i]);
+    }
+    return h;
+  }
   if (!v.isa<mlir::BlockArgument>() && !v.getDefiningOp<mlir::memref::AllocOp>()) {
-    *why = "a memref view inside the function (only arguments and allocations are HBM buffers)";
+    *why = "a memref view inside the function (only arguments, allocations and static subviews are HBM buffers)";
     return std::nullopt;
   }
   Hbm h;
@@ -106,6 +125,7 @@ std::optional<OperandAccess> AccessOf(Value memref, mlir::AffineMap map, std::st
   if (!hbm) return std::nullopt;
   OperandAccess a;
   a.hbm = *hbm;
+  a.base = hbm->offset;
   a.stride.assign(map.getNumDims(), 0);
   for (unsigned j = 0; j < map.getNumResults(); ++j) {
     auto lin = Linearize(map.getResult(j), map.getNumDims());
@@ -172,7 +192,8 @@ int64_t Lowerer::SourceOp(mlir::Operation* op) {
 LogicalResult Lowerer::LowerOne(mlir::Operation* op) {
   // Allocations are HBM scratch; scalar loads and arith/math outside the generics are pure
   // and evaluated where a generic reads them (LowerGeneric's Get).
-  if (mlir::isa<mlir::func::ReturnOp, mlir::memref::AllocOp, mlir::memref::DeallocOp, mlir::memref::LoadOp>(op) ||
+  if (mlir::isa<mlir::func::ReturnOp, mlir::memref::AllocOp, mlir::memref::DeallocOp, mlir::memref::LoadOp,
+                mlir::memref::SubViewOp>(op) ||
       (op->getDialect() && (op->getDialect()->getNamespace() == "arith" || op->getDialect()->getNamespace() == "math"))) {
     return success();
   }
@@ -186,6 +207,8 @@ LogicalResult Lowerer::LowerOne(mlir::Operation* op) {
     r = LowerMatmul(op, /*batched=*/true);
   } else if (auto fill = mlir::dyn_cast<mlir::linalg::FillOp>(op)) {
     r = LowerFill(fill);
+  } else if (auto copy = mlir::dyn_cast<mlir::memref::CopyOp>(op)) {
+    r = LowerCopy(copy);
   } else if (auto g = mlir::dyn_cast<mlir::linalg::GenericOp>(op)) {
     r = LowerGeneric(g);
   } else if (op->getDialect() && op->getDialect()->getNamespace() == "trn") {
@@ -243,6 +266,22 @@ LogicalResult Lowerer::LowerFill(mlir::linalg::FillOp fill) {
     Make<MemsetOp>(tile, b_.getF64FloatAttr(*value));
     Store(tile, *acc, t);
   }
+  return success();
+}
+
+// memref.copy (an insert_slice or a copy of a view, bufferized): through SBUF tiles, HBM to HBM
+// not being a DMA here.
+LogicalResult Lowerer::LowerCopy(mlir::memref::CopyOp copy) {
+  Value src = copy.getSource(), dst = copy.getTarget();
+  auto type = src.getType().cast<mlir::MemRefType>();
+  if (!Supported(src) || !Supported(dst) || !type.hasStaticShape()) {
+    return copy.emitOpError("copies a memref of an element type or shape that has no trn lowering");
+  }
+  mlir::AffineMap id = mlir::AffineMap::getMultiDimIdentityMap(type.getRank(), b_.getContext());
+  std::string why;
+  auto from = AccessOf(src, id, &why), to = from ? AccessOf(dst, id, &why) : std::nullopt;
+  if (!to) return copy.emitOpError(why);
+  for (const TileSpace& t : Tiles(type.getShape(), {})) Store(Load(*from, t, DeviceType(type.getElementType())), *to, t);
   return success();
 }
 
@@ -357,6 +396,8 @@ mlir::Type Lowerer::DeviceType(mlir::Type t) {
 LogicalResult Lowerer::LowerGeneric(mlir::linalg::GenericOp g) {
   if (!g.hasBufferSemantics()) return g.emitOpError("must be bufferized before trn-lower-linalg");
   if (g.getLibraryCallAttr() && IsGather(g)) return LowerGather(g);
+  if (g.getLibraryCallAttr() && IsConv(g)) return LowerConv(g);
+  if (g.getLibraryCallAttr() && IsPool(g)) return LowerPool(g);
   if (g.getLibraryCallAttr()) {
     return g.emitOpError("is a runtime call (") << g.getLibraryCallAttr().getValue()
                                                 << ": an ATen kernel), which has no trn lowering";
@@ -483,6 +524,13 @@ bool Lowerer::MatchCombine(Value y, Value acc, std::string* op, Value* x, llvm::
     *op = mlir::isa<mlir::arith::AddFOp, mlir::arith::AddIOp>(def)     ? "add"
           : mlir::isa<mlir::arith::MaxFOp, mlir::arith::MaxSIOp>(def) ? "maximum"
                                                                        : "minimum";
+    *x = other(def);
+    ops->insert(def);
+    return static_cast<bool>(*x);
+  }
+  // any / all of booleans: or = max, and = min of 0/1.
+  if (mlir::isa<mlir::arith::OrIOp, mlir::arith::AndIOp>(def) && y.getType().isInteger(1)) {
+    *op = mlir::isa<mlir::arith::OrIOp>(def) ? "maximum" : "minimum";
     *x = other(def);
     ops->insert(def);
     return static_cast<bool>(*x);
@@ -681,14 +729,14 @@ std::optional<Lowerer::Val> Lowerer::Get(Value v, const TileSpace& t, llvm::Dens
     std::string why;
     auto hbm = HbmOf(load.getMemref(), &why);
     if (!hbm) return std::nullopt;
-    int64_t offset = 0;
+    int64_t offset = hbm->offset;
     for (size_t i = 0; i < load.getIndices().size(); ++i) {
       auto idx = load.getIndices()[i].getDefiningOp<mlir::arith::ConstantIndexOp>();
       if (!idx) return std::nullopt;
       offset += idx.value() * hbm->strides[i];
     }
     Value col = Sbuf(t.partition.count, {1}, DeviceType(load.getType()));
-    auto dma = Make<DmaCopyOp>(load.getMemref(), col);
+    auto dma = Make<DmaCopyOp>(hbm->memref, col);
     mlir::Builder b(dma->getContext());
     dma->setAttr(kHbmOffsetAttr, b.getI64IntegerAttr(offset));
     dma->setAttr(kHbmSizesAttr, b.getDenseI64ArrayAttr({t.partition.count, 1}));

@@ -8,6 +8,8 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
+#include <tuple>
 #include <optional>
 #include <string>
 #include <utility>
@@ -20,6 +22,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/IR/AffineMap.h"
 #include "mlir/IR/Builders.h"
 #include "mlir_lowering/trn/TrnDialect.h"
@@ -34,10 +37,13 @@ using mlir::Value;
 
 // ---- HBM windows (LowerLinalg.cpp) ----
 
-// An HBM buffer: a memref function argument or a memref.alloc, with its static strides.
+// An HBM buffer: a memref function argument or a memref.alloc, with its static strides, or a
+// static memref.subview of one (then `memref` is the buffer, `offset` the view's first element
+// in it and `strides` the view's).
 struct Hbm {
   Value memref;
   llvm::SmallVector<int64_t> strides;  // elements
+  int64_t offset = 0;                  // elements
 };
 
 std::optional<Hbm> HbmOf(Value v, std::string* why);
@@ -73,6 +79,63 @@ struct TileSpace {
 
 void SetWindow(mlir::Operation* dma, const OperandAccess& a, const TileSpace& t);
 
+// ---- convolutions (LowerConv.cpp) ----
+
+// An HBM window with explicit element offset, partitions and free sizes / strides.
+struct Window {
+  Value memref;
+  int64_t offset = 0;
+  int64_t partitions = 1, partition_stride = 0;
+  llvm::SmallVector<int64_t, 4> sizes, strides;  // free dims, outermost first (1..4)
+};
+
+// One tap of a shifted-product sum: its weight tile's offset and its shift in the source.
+struct ConvTap {
+  int64_t w_offset = 0;
+  int64_t ah = 0, aw = 0;
+};
+
+// A sum of shifted products (LowerConv.cpp): for every channel m < channels and position (r, c)
+// of a rows x cols grid,
+//   y[m, r, c] = bias[m] + sum over taps, k < in_channels of w[k, m] * x[k, ah + sh r, aw + sw c]
+// where x is zero outside [0, x_rows) x [0, x_cols) and w[k, m] is at w_offset + k w_k_stride +
+// m w_m_stride. On TensorE (k in partition tiles, PSUM accumulating), or when `depthwise` (k is m,
+// one weight per channel and tap) on VectorE.
+struct ConvSum {
+  Value y;
+  int64_t y_offset = 0, y_channel = 0, y_row = 0, y_col = 0, channels = 0, rows = 0, cols = 0;
+  Value x;
+  int64_t x_offset = 0, x_channel = 0, x_row = 0, x_col = 0, in_channels = 0, x_rows = 0, x_cols = 0, sh = 1, sw = 1;
+  Value w;
+  int64_t w_k_stride = 0, w_m_stride = 0;
+  std::vector<ConvTap> taps;
+  Value bias;  // none: no bias
+  int64_t bias_offset = 0, bias_stride = 1;
+  bool depthwise = false;
+};
+
+int64_t FloorDiv(int64_t a, int64_t b);
+int64_t CeilDiv(int64_t a, int64_t b);
+// [lo, hi) of r in [0, n) with 0 <= a + s (r0 + r) < limit (hi == lo when none).
+std::pair<int64_t, int64_t> Valid(int64_t a, int64_t s, int64_t r0, int64_t n, int64_t limit);
+// Blocks of a rows x cols grid with at most `limit` positions each: whole rows when they fit.
+struct Block {
+  int64_t r0, rb, c0, cb;
+};
+std::vector<Block> Blocks(int64_t rows, int64_t cols, int64_t limit);
+// A 1-D or 2-D activation / weight memref as sizes and strides of (n, c, h, w); 1-D gets h = 1.
+struct Nchw {
+  int64_t size[4] = {1, 1, 1, 1};
+  int64_t stride[4] = {0, 0, 0, 0};
+  Value buffer;        // the HBM buffer (Hbm::memref)
+  int64_t offset = 0;  // the view's first element in it (Hbm::offset)
+};
+// `perm` (trn.extern_perms): the call sees the buffer with its dimensions reordered, logical
+// dimension d being buffer dimension perm[d] (a channels-last view, say); empty: as it is.
+Nchw Shape4(Value memref, const Hbm& h, llvm::ArrayRef<int64_t> perm);
+// The permutation an extern call applies to its operand `v` (empty: none).
+llvm::SmallVector<int64_t> ExternPerm(mlir::Operation* call, Value v);
+
 // ---- the lowering of one function ----
 
 class Lowerer {
@@ -101,6 +164,7 @@ class Lowerer {
   static mlir::Type ElementOf(Value memref);
   static bool Supported(Value memref);
   LogicalResult LowerFill(mlir::linalg::FillOp fill);
+  LogicalResult LowerCopy(mlir::memref::CopyOp copy);
   static std::optional<double> ConstantOf(Value v);
   std::vector<TileSpace> Tiles(llvm::ArrayRef<int64_t> ranges, llvm::ArrayRef<bool> reduce, bool one_free_axis = false);
 
@@ -149,6 +213,24 @@ class Lowerer {
 
   static bool IsGather(mlir::linalg::GenericOp g);
   LogicalResult LowerGather(mlir::linalg::GenericOp g);
+
+  // ---- convolutions: forward, grad input, grad weight, grad bias (LowerConv.cpp) ----
+
+  static bool IsConv(mlir::linalg::GenericOp g);
+  LogicalResult LowerConv(mlir::linalg::GenericOp g);
+  Value LoadWindow(const Window& w, int64_t free, mlir::Type element);
+  void StoreWindow(Value tile, const Window& w);
+  Value CachedWindow(const Window& w, int64_t free);
+  Value ShiftedTile(const ConvSum& s, const ConvTap& tap, int64_t k0, int64_t kb, int64_t r0, int64_t rb, int64_t c0,
+                    int64_t cb, double fill = 0.0, mlir::Type element = {});
+  void EmitConvSum(const ConvSum& s);
+  std::map<std::tuple<intptr_t, int64_t, int64_t, int64_t, int64_t, int64_t>, Value> conv_cache_;
+  int64_t conv_cache_bytes_ = 0;
+
+  // ---- pooling: max / avg and their backward (LowerPool.cpp) ----
+
+  static bool IsPool(mlir::linalg::GenericOp g);
+  LogicalResult LowerPool(mlir::linalg::GenericOp g);
 
   // ---- matmul (LowerMatmul.cpp) ----
 

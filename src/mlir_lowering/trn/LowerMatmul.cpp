@@ -62,9 +62,9 @@ LogicalResult Lowerer::LowerMatmul(mlir::Operation* op, bool batched) {
   }
   // Loop dimensions: (b, m, n, k). Accesses by dimension strides.
   auto bs = [&](const Hbm& h) { return batched ? h.strides[0] : 0; };
-  OperandAccess A{*ha, 0, {bs(*ha), ha->strides[o], 0, ha->strides[o + 1]}};
-  OperandAccess B{*hb, 0, {bs(*hb), 0, hb->strides[o + 1], hb->strides[o]}};
-  OperandAccess C{*hc, 0, {bs(*hc), hc->strides[o], hc->strides[o + 1], 0}};
+  OperandAccess A{*ha, ha->offset, {bs(*ha), ha->strides[o], 0, ha->strides[o + 1]}};
+  OperandAccess B{*hb, hb->offset, {bs(*hb), 0, hb->strides[o + 1], hb->strides[o]}};
+  OperandAccess C{*hc, hc->offset, {bs(*hc), hc->strides[o], hc->strides[o + 1], 0}};
   struct Step {
     int64_t b, m0, n0, k0, mb, nb, kb;
     Value at, bt;

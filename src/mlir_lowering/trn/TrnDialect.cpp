@@ -104,6 +104,30 @@ mlir::LogicalResult DmaCopyOp::verify() {
     for (int64_t s : sizes.asArrayRef()) n *= s;
     (src.isa<mlir::MemRefType>() ? a : b).elements = n;
   }
+  // A tile window (tile_offset, tile_sizes, tile_strides: free elements of every partition of
+  // the tile) on the tile side of an HBM <-> SBUF copy.
+  auto tsizes = (*this)->getAttrOfType<mlir::DenseI64ArrayAttr>("tile_sizes");
+  auto tstrides = (*this)->getAttrOfType<mlir::DenseI64ArrayAttr>("tile_strides");
+  auto toffset = (*this)->getAttrOfType<mlir::IntegerAttr>("tile_offset");
+  if (tsizes || tstrides || toffset) {
+    const bool src_tile = src.isa<SbufTileType>();
+    if (!tsizes || !tstrides || !toffset || tsizes.size() != tstrides.size() || tsizes.empty() || tsizes.size() > 4 ||
+        src_tile == dst.isa<SbufTileType>()) {
+      return emitOpError("a tile window needs tile_offset, tile_sizes and tile_strides (1..4 free dims) and one "
+                         "HBM side");
+    }
+    auto tile = (src_tile ? src : dst).cast<SbufTileType>();
+    int64_t n = 1, lo = toffset.getInt(), hi = toffset.getInt();
+    for (size_t i = 0; i < tsizes.size(); ++i) {
+      if (tsizes[i] <= 0) return emitOpError("tile window sizes must be positive");
+      n *= tsizes[i];
+      (tstrides[i] < 0 ? lo : hi) += (tsizes[i] - 1) * tstrides[i];
+    }
+    if (lo < 0 || hi >= tile.freeElements()) {
+      return emitOpError("tile window reaches outside the tile's ") << tile.freeElements() << " free elements";
+    }
+    (src_tile ? a : b).elements = n * tile.getPartitions();
+  }
   // The NeuronCore has no 64-bit types: f64 HBM buffers (runtime scalars, accumulators) hold
   // f32; i64 HBM buffers (torch's int64 tensors) are narrowed to i32 tiles and widened back by
   // the DMA, as the Neuron compiler carries int64 as int32.

@@ -162,6 +162,15 @@ class Emitter {
       llvm::ArrayRef<int64_t> shape = v.getType().isa<SbufTileType>() ? v.getType().cast<SbufTileType>().getFreeShape()
                                                                        : v.getType().cast<PsumTileType>().getFreeShape();
       a.partitions = b.partitions;
+      auto tsizes = dma ? dma->getAttrOfType<mlir::DenseI64ArrayAttr>(kTileSizesAttr) : nullptr;
+      auto tstrides = dma ? dma->getAttrOfType<mlir::DenseI64ArrayAttr>(kTileStridesAttr) : nullptr;
+      auto toffset = dma ? dma->getAttrOfType<mlir::IntegerAttr>(kTileOffsetAttr) : nullptr;
+      if (tsizes && tstrides && toffset) {  // a window of the tile (the verifier checked it)
+        a.offset = toffset.getInt();
+        a.sizes.assign(tsizes.asArrayRef().begin(), tsizes.asArrayRef().end());
+        a.strides.assign(tstrides.asArrayRef().begin(), tstrides.asArrayRef().end());
+        return a;
+      }
       a.sizes.assign(shape.begin(), shape.end());
       a.strides.assign(shape.size(), 1);
       for (int i = static_cast<int>(shape.size()) - 2; i >= 0; --i) a.strides[i] = a.strides[i + 1] * shape[i + 1];
@@ -237,9 +246,10 @@ class Emitter {
     } else if (auto io = mlir::dyn_cast<IotaOp>(op)) {
       in.opcode = nc::Opcode::kIota;
       operands = {io.getDst()};
-      in.imm = static_cast<double>(io.getBase());
-      in.imm2 = static_cast<double>(io.getPartitionStep());
-      in.imm3 = static_cast<double>(io.getStep());
+      // I64Attr getters return the value zero-extended: read them signed (negative bases and steps).
+      in.imm = static_cast<double>(static_cast<int64_t>(io.getBase()));
+      in.imm2 = static_cast<double>(static_cast<int64_t>(io.getPartitionStep()));
+      in.imm3 = static_cast<double>(static_cast<int64_t>(io.getStep()));
     } else {
       return absl::UnimplementedError(absl::StrCat("no instruction for ", op->getName().getStringRef().str()));
     }

@@ -71,7 +71,9 @@ def Trn_DmaCopyOp : Trn_Op<"dma_copy"> {
   let description = [{
     `trn.dma_copy %src, %dst : memref<128x512xf32, strided<[1024, 1]>>, !trn.sbuf<128, [512], f32>`.
     Moves the elements in row-major order of both sides; strided memrefs describe strided HBM
-    access. PSUM is not a DMA endpoint (copy it to SBUF with trn.tensor_copy first).
+    access. PSUM is not a DMA endpoint (copy it to SBUF with trn.tensor_copy first). With
+    `tile_offset`, `tile_sizes`, `tile_strides` the tile side is a strided part of every
+    partition of the tile (a zero-padded convolution input: memset, then the part inside).
   }];
   let arguments = (ins Arg<Trn_DmaEnd, "", [MemRead]>:$src, Arg<Trn_DmaEnd, "", [MemWrite]>:$dst);
   let assemblyFormat = "$src `,` $dst attr-dict `:` qualified(type($src)) `,` qualified(type($dst))";

@@ -44,5 +44,10 @@ inline constexpr const char kSourceOpAttr[] = "trn.op";      // recorded-op inde
 inline constexpr const char kHbmOffsetAttr[] = "hbm_offset";  // dma_copy: HBM window, elements
 inline constexpr const char kHbmSizesAttr[] = "hbm_sizes";    // [partitions, free...]
 inline constexpr const char kHbmStridesAttr[] = "hbm_strides";
+// dma_copy between HBM and a part of a tile: the tile side's window (all its partitions),
+// elements within each partition (a zero-padded input tile of a convolution, LowerConv.cpp).
+inline constexpr const char kTileOffsetAttr[] = "tile_offset";    // i64
+inline constexpr const char kTileSizesAttr[] = "tile_sizes";      // [free...]
+inline constexpr const char kTileStridesAttr[] = "tile_strides";  // [free...]
 
 }  // namespace trn::ir

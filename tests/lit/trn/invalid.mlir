@@ -220,3 +220,27 @@ func.func @gather_no_window(%t: memref<100x8xf32>, %i: !trn.sbuf<4, [1], i32>, %
   trn.dma_gather %t, %i, %d : memref<100x8xf32>, !trn.sbuf<4, [1], i32>, !trn.sbuf<4, [8], f32>
   return
 }
+
+// -----
+
+func.func @tile_window_outside(%m: memref<4x8xf32>, %t: !trn.sbuf<4, [10], f32>) {
+  // expected-error @+1 {{tile window reaches outside the tile's 10 free elements}}
+  trn.dma_copy %m, %t {hbm_offset = 0 : i64, hbm_sizes = array<i64: 4, 8>, hbm_strides = array<i64: 8, 1>, tile_offset = 3 : i64, tile_sizes = array<i64: 8>, tile_strides = array<i64: 1>} : memref<4x8xf32>, !trn.sbuf<4, [10], f32>
+  return
+}
+
+// -----
+
+func.func @tile_window_incomplete(%m: memref<4x8xf32>, %t: !trn.sbuf<4, [10], f32>) {
+  // expected-error @+1 {{a tile window needs tile_offset, tile_sizes and tile_strides}}
+  trn.dma_copy %m, %t {hbm_offset = 0 : i64, hbm_sizes = array<i64: 4, 8>, hbm_strides = array<i64: 8, 1>, tile_offset = 1 : i64} : memref<4x8xf32>, !trn.sbuf<4, [10], f32>
+  return
+}
+
+// -----
+
+func.func @tile_window_size(%m: memref<4x8xf32>, %t: !trn.sbuf<4, [10], f32>) {
+  // expected-error @+1 {{moves 32 elements into 36}}
+  trn.dma_copy %m, %t {hbm_offset = 0 : i64, hbm_sizes = array<i64: 4, 8>, hbm_strides = array<i64: 8, 1>, tile_offset = 1 : i64, tile_sizes = array<i64: 9>, tile_strides = array<i64: 1>} : memref<4x8xf32>, !trn.sbuf<4, [10], f32>
+  return
+}

@@ -1,0 +1,333 @@
+// trn-lower-linalg: 2-D pooling, which the group lowering leaves as ATen runtime calls
+// (trn.extern_op; sizes in trn.extern_lists, flags in trn.extern_ints, host_passes.h). On VectorE,
+// channels on partitions, one block per output row (up to 2048 columns), one tile per kernel tap:
+// the input window shifted by the tap and strided by the stride (LowerConv.cpp's ShiftedTile),
+// padding filled by a memset before the DMA.
+//  - max_pool2d_with_indices: per tap, where x > best or x is NaN (ATen's CPU rule, so the first
+//    maximum wins and NaN propagates), copy_predicated takes x into best and the tap's flat input
+//    index (a GpSimd iota) into the indices; padding reads -inf.
+//  - max_pool2d_with_indices_backward: per output phase of the input (ih mod stride) and tap, the
+//    grad_output of the window is taken where its index equals this input position
+//    (is_equal + copy_predicated) and added: the scatter by index as compare/select.
+//  - avg_pool2d: the taps' sum divided by ATen's divisor (count_include_pad, divisor_override),
+//    constant over the columns between the edges, so each such segment is one block.
+//  - avg_pool2d_backward: grad_output divided by the divisor (into HBM scratch), then spread:
+//    per phase, the sum of the taps that reach the input position.
+//  - adaptive_avg_pool2d (and its backward) when the output divides the input: avg pooling with
+//    kernel = stride = input / output.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir_lowering/host_passes.h"
+#include "mlir_lowering/trn/LowerLinalgImpl.h"
+
+namespace trn::ir::lower_linalg_detail {
+namespace {
+
+using ::trn::mlir_lowering::kExternIntsAttr;
+using ::trn::mlir_lowering::kExternListsAttr;
+using ::trn::mlir_lowering::kExternOpAttr;
+
+constexpr int64_t kVectorFree = 2048;
+
+// A (N, C, H, W) or unbatched (C, H, W) tensor.
+Nchw Planes(Value v, mlir::Operation* call, std::string* why, bool* ok) {
+  auto h = HbmOf(v, why);
+  if (!h) {
+    *ok = false;
+    return {};
+  }
+  const int64_t rank = v.getType().cast<mlir::MemRefType>().getRank();
+  Nchw r = Shape4(v, *h, ExternPerm(call, v));  // rank 4: n, c, h, w
+  if (rank == 3) {  // c, h, w -> as (1, c, h, w): Shape4 put them at n, c, w
+    llvm::SmallVector<int64_t> perm = ExternPerm(call, v);
+    auto shape = v.getType().cast<mlir::MemRefType>().getShape();
+    Nchw u;
+    u.buffer = h->memref;
+    u.offset = h->offset;
+    for (int i = 0; i < 3; ++i) {
+      const int64_t d = perm.empty() ? i : perm[i];
+      u.size[i + 1] = shape[d];
+      u.stride[i + 1] = h->strides[d];
+    }
+    return u;
+  }
+  return r;
+}
+
+// Column segments of an output row with one divisor each (avg pooling); max pooling: one.
+struct Segment {
+  int64_t c0, cb;
+  int64_t size, valid;  // window columns inside the padded input, and inside the input
+};
+
+void Window1(int64_t o, int64_t k, int64_t s, int64_t p, int64_t in, int64_t* size, int64_t* valid) {
+  const int64_t start = o * s - p, end = std::min(start + k, in + p);
+  *size = end - start;
+  *valid = std::min(end, in) - std::max<int64_t>(start, 0);
+}
+
+std::vector<Segment> Segments(int64_t cols, int64_t k, int64_t s, int64_t p, int64_t in, bool split) {
+  std::vector<Segment> out;
+  for (int64_t c = 0; c < cols; ++c) {
+    int64_t size = 0, valid = 0;
+    if (split) Window1(c, k, s, p, in, &size, &valid);
+    if (!out.empty() && out.back().size == size && out.back().valid == valid && out.back().cb < kVectorFree) {
+      ++out.back().cb;
+    } else {
+      out.push_back({c, 1, size, valid});
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+bool Lowerer::IsPool(mlir::linalg::GenericOp g) {
+  auto name = g->getAttrOfType<mlir::StringAttr>(kExternOpAttr);
+  if (!name) return false;
+  llvm::StringRef n = name.getValue();
+  return n == "aten::max_pool2d_with_indices" || n == "aten::max_pool2d_with_indices_backward" ||
+         n == "aten::avg_pool2d" || n == "aten::avg_pool2d_backward" || n == "aten::adaptive_avg_pool2d" ||
+         n == "aten::_adaptive_avg_pool2d" || n == "aten::_adaptive_avg_pool2d_backward";
+}
+
+// Operands: ctx, op index, the tensor reads in argument order, then the results.
+LogicalResult Lowerer::LowerPool(mlir::linalg::GenericOp g) {
+  const std::string name = g->getAttrOfType<mlir::StringAttr>(kExternOpAttr).getValue().str();
+  const bool max = name.find("max_pool") != std::string::npos;
+  const bool adaptive = name.find("adaptive") != std::string::npos;
+  const bool backward = name.find("backward") != std::string::npos;
+  auto ints = g->getAttrOfType<mlir::DenseI64ArrayAttr>(kExternIntsAttr);
+  auto lists = g->getAttrOfType<mlir::ArrayAttr>(kExternListsAttr);
+  auto list = [&](unsigned i) {
+    auto a = lists && i < lists.size() ? lists[i].dyn_cast<mlir::DenseI64ArrayAttr>() : nullptr;
+    return a ? llvm::SmallVector<int64_t>(a.asArrayRef()) : llvm::SmallVector<int64_t>();
+  };
+  for (Value v : g->getOperands().drop_front(2)) {
+    auto t = v.getType().dyn_cast<mlir::MemRefType>();
+    if (!t || !t.hasStaticShape() || !(t.getElementType().isF32() || t.getElementType().isInteger(64))) {
+      return g.emitOpError("pooling operands must be f32 (indices i64) memrefs of static shape");
+    }
+  }
+  // Tensors: max forward (self | out, indices); max backward (grad_output, self, indices |
+  // grad_input); avg forward (self | out); avg / adaptive backward (grad_output, self | grad_input).
+  const unsigned n_ops = g->getNumOperands();
+  Value self = g->getOperand(backward ? 3 : 2);
+  Value gout = backward ? g->getOperand(2) : Value();
+  Value indices = max ? g->getOperand(backward ? 4 : n_ops - 1) : Value();
+  Value result = g->getOperand(max && !backward ? n_ops - 2 : n_ops - 1);
+  std::string why;
+  bool ok = true;
+  const Nchw X = Planes(self, g, &why, &ok);
+  const Nchw Y = Planes(backward ? gout : result, g, &why, &ok);
+  const Nchw R = Planes(result, g, &why, &ok);
+  const Nchw I = max ? Planes(indices, g, &why, &ok) : Nchw{};
+  if (!ok) return g.emitOpError("pooling operand: ") << why;
+  // Geometry: kernel, stride, padding, dilation per spatial axis.
+  int64_t k[2], s[2], p[2] = {0, 0}, d[2] = {1, 1};
+  bool include_pad = true;
+  int64_t divisor = 0;
+  if (adaptive) {
+    for (int i = 0; i < 2; ++i) {
+      if (Y.size[2 + i] <= 0 || X.size[2 + i] % Y.size[2 + i] != 0) {
+        return g.emitOpError("adaptive pooling whose output does not divide the input (no trn lowering)");
+      }
+      k[i] = s[i] = X.size[2 + i] / Y.size[2 + i];
+    }
+  } else {
+    llvm::SmallVector<int64_t> kl = list(0), sl = list(1), pl = list(2), dl = max ? list(3) : llvm::SmallVector<int64_t>{1};
+    auto at = [](const llvm::SmallVector<int64_t>& l, int i, int64_t fallback) {
+      return l.empty() ? fallback : l[std::min<size_t>(i, l.size() - 1)];
+    };
+    if (kl.empty()) return g.emitOpError("pooling call without its kernel size (trn.extern_lists)");
+    for (int i = 0; i < 2; ++i) {
+      k[i] = at(kl, i, 1), s[i] = at(sl, i, k[i]), p[i] = at(pl, i, 0), d[i] = at(dl, i, 1);
+    }
+    if (!max) {  // ints: ceil_mode, count_include_pad[, divisor_override]
+      if (!ints || ints.size() < 2) return g.emitOpError("avg_pool2d call without its flags (trn.extern_ints)");
+      include_pad = ints[1] != 0;
+      if (ints.size() > 2) divisor = ints[2];
+    }
+  }
+  const mlir::Type f32 = b_.getF32Type(), i32 = b_.getI32Type(), i1 = b_.getI1Type();
+  auto str = [&](const char* v) { return b_.getStringAttr(v); };
+  const int64_t n = X.size[0], c = X.size[1], h = X.size[2], w = X.size[3];
+  const int64_t oh = Y.size[2], ow = Y.size[3];
+  auto div_of = [&](int64_t row, const Segment& seg) -> double {
+    if (divisor != 0) return static_cast<double>(divisor);
+    int64_t rsize = 0, rvalid = 0;
+    Window1(row, k[0], s[0], p[0], h, &rsize, &rvalid);
+    return static_cast<double>(include_pad ? rsize * seg.size : rvalid * seg.valid);
+  };
+  // The source geometry of shifted tiles over a (C, rows, cols) plane set of image b.
+  auto source = [&](const Nchw& G, int64_t b, int64_t rows, int64_t cols, int64_t sh, int64_t sw) {
+    ConvSum src;
+    src.x = G.buffer;
+    src.x_offset = G.offset + b * G.stride[0];
+    src.x_channel = G.stride[1], src.x_row = G.stride[2], src.x_col = G.stride[3];
+    src.x_rows = rows, src.x_cols = cols, src.sh = sh, src.sw = sw;
+    return src;
+  };
+  auto add_into = [&](Value& acc, Value part, int64_t cb, int64_t len) {
+    if (!acc) {
+      acc = part;
+      return;
+    }
+    Value sum = Sbuf(cb, {len}, f32);
+    Make<TensorTensorOp>(acc, part, sum, str("add"));
+    acc = sum;
+  };
+  // A tile of one output row's columns [col0, col0 + len) of channels [c0, c0 + cb).
+  auto store = [&](Value tile, const Nchw& G, int64_t b, int64_t c0, int64_t cb, int64_t row, int64_t col0,
+                   int64_t len) {
+    StoreWindow(tile, Window{G.buffer, G.offset + b * G.stride[0] + c0 * G.stride[1] + row * G.stride[2] + col0 * G.stride[3], cb,
+                             G.stride[1], {len}, {G.stride[3]}});
+  };
+  if (!backward) {
+    for (int64_t b = 0; b < n; ++b) {
+      const ConvSum src = source(X, b, h, w, s[0], s[1]);
+      for (int64_t c0 = 0; c0 < c; c0 += kMaxPartitions) {
+        const int64_t cb = std::min<int64_t>(kMaxPartitions, c - c0);
+        for (int64_t r = 0; r < oh; ++r) {
+          for (const Segment& seg : Segments(ow, k[1], s[1], p[1], w, !max)) {
+            Value acc, idx;
+            if (max) {
+              const double ninf = -std::numeric_limits<double>::infinity();
+              for (int64_t i = 0; i < k[0]; ++i) {
+                for (int64_t j = 0; j < k[1]; ++j) {
+                  const ConvTap tap{0, i * d[0] - p[0], j * d[1] - p[1]};
+                  Value v = ShiftedTile(src, tap, c0, cb, r, 1, seg.c0, seg.cb, ninf);
+                  const bool first = i == 0 && j == 0;
+                  if (!v && !first) continue;
+                  Value ti = Sbuf(cb, {seg.cb}, i32);
+                  Make<IotaOp>(ti, b_.getI64IntegerAttr((r * s[0] + tap.ah) * w + seg.c0 * s[1] + tap.aw),
+                               b_.getI64IntegerAttr(0), b_.getI64IntegerAttr(s[1]));
+                  if (first) {  // best = the first tap (-inf outside), its index
+                    acc = v;
+                    if (!acc) {
+                      acc = Sbuf(cb, {seg.cb}, f32);
+                      Make<MemsetOp>(acc, b_.getF64FloatAttr(ninf));
+                    }
+                    idx = ti;
+                    continue;
+                  }
+                  Value gt = Sbuf(cb, {seg.cb}, i1), nan = Sbuf(cb, {seg.cb}, i1), take = Sbuf(cb, {seg.cb}, i1);
+                  Make<TensorTensorOp>(v, acc, gt, str("is_gt"));
+                  Make<TensorTensorOp>(v, v, nan, str("not_equal"));
+                  Make<TensorTensorOp>(gt, nan, take, str("logical_or"));
+                  Make<CopyPredicatedOp>(v, take, acc);
+                  Make<CopyPredicatedOp>(ti, take, idx);
+                }
+              }
+              store(idx, I, b, c0, cb, r, seg.c0, seg.cb);
+            } else {
+              for (int64_t i = 0; i < k[0]; ++i) {
+                for (int64_t j = 0; j < k[1]; ++j) {
+                  Value v = ShiftedTile(src, ConvTap{0, i - p[0], j - p[1]}, c0, cb, r, 1, seg.c0, seg.cb);
+                  if (v) add_into(acc, v, cb, seg.cb);
+                }
+              }
+              if (!acc) {
+                acc = Sbuf(cb, {seg.cb}, f32);
+                Make<MemsetOp>(acc, b_.getF64FloatAttr(0.0));
+              }
+              Value mean = Sbuf(cb, {seg.cb}, f32);
+              Make<TensorScalarOp>(acc, mean, str("divide"), b_.getF32FloatAttr(static_cast<float>(div_of(r, seg))), Value());
+              acc = mean;
+            }
+            store(acc, R, b, c0, cb, r, seg.c0, seg.cb);
+          }
+        }
+      }
+    }
+    return success();
+  }
+  // Backward. Avg: grad_output / divisor into scratch first, which the spread then reads.
+  Value spread = gout;
+  Nchw S = Y;
+  if (!max) {
+    auto type = mlir::MemRefType::get({n * c * oh * ow}, f32);
+    spread = b_.create<mlir::memref::AllocOp>(loc_, type).getResult();
+    S = Nchw{{n, c, oh, ow}, {c * oh * ow, oh * ow, ow, 1}, spread, 0};
+    for (int64_t b = 0; b < n; ++b) {
+      for (int64_t c0 = 0; c0 < c; c0 += kMaxPartitions) {
+        const int64_t cb = std::min<int64_t>(kMaxPartitions, c - c0);
+        for (int64_t r = 0; r < oh; ++r) {
+          for (const Segment& seg : Segments(ow, k[1], s[1], p[1], w, true)) {
+            Value t = LoadWindow(Window{Y.buffer, Y.offset + b * Y.stride[0] + c0 * Y.stride[1] + r * Y.stride[2] + seg.c0 * Y.stride[3],
+                                        cb, Y.stride[1], {seg.cb}, {Y.stride[3]}},
+                                 seg.cb, f32);
+            Value q = Sbuf(cb, {seg.cb}, f32);
+            Make<TensorScalarOp>(t, q, str("divide"), b_.getF32FloatAttr(static_cast<float>(div_of(r, seg))), Value());
+            store(q, S, b, c0, cb, r, seg.c0, seg.cb);
+          }
+        }
+      }
+    }
+  }
+  // Phase (ph, pw): input rows ph + stride t; tap i reaches it from output row t + (ph + pad - i dil) / stride.
+  for (int64_t b = 0; b < n; ++b) {
+    const ConvSum src = source(S, b, oh, ow, 1, 1);
+    const ConvSum isrc = max ? source(I, b, oh, ow, 1, 1) : ConvSum{};
+    for (int64_t ph = 0; ph < std::min(s[0], h); ++ph) {
+      for (int64_t pw = 0; pw < std::min(s[1], w); ++pw) {
+        std::vector<ConvTap> taps;
+        for (int64_t i = 0; i < k[0]; ++i) {
+          const int64_t dh = ph + p[0] - i * d[0];
+          if (((dh % s[0]) + s[0]) % s[0] != 0) continue;
+          for (int64_t j = 0; j < k[1]; ++j) {
+            const int64_t dw = pw + p[1] - j * d[1];
+            if (((dw % s[1]) + s[1]) % s[1] != 0) continue;
+            taps.push_back({0, dh / s[0], dw / s[1]});
+          }
+        }
+        const int64_t rows = CeilDiv(h - ph, s[0]), cols = CeilDiv(w - pw, s[1]);
+        for (int64_t c0 = 0; c0 < c; c0 += kMaxPartitions) {
+          const int64_t cb = std::min<int64_t>(kMaxPartitions, c - c0);
+          for (const Block& bl : Blocks(rows, cols, kVectorFree)) {
+            // Max: one row per block (the position's index is an iota along it).
+            for (int64_t r = bl.r0; r < bl.r0 + bl.rb; r += max ? 1 : bl.rb) {
+              const int64_t rb = max ? 1 : bl.rb, len = rb * bl.cb;
+              Value acc, target;
+              if (max) {
+                target = Sbuf(cb, {len}, i32);
+                Make<IotaOp>(target, b_.getI64IntegerAttr((ph + s[0] * r) * w + pw + s[1] * bl.c0), b_.getI64IntegerAttr(0),
+                             b_.getI64IntegerAttr(s[1]));
+              }
+              for (const ConvTap& tap : taps) {
+                Value v = ShiftedTile(src, tap, c0, cb, r, rb, bl.c0, bl.cb);
+                if (!v) continue;
+                if (max) {
+                  Value at = ShiftedTile(isrc, tap, c0, cb, r, rb, bl.c0, bl.cb, -1.0, i32);
+                  Value eq = Sbuf(cb, {len}, i1), sel = Sbuf(cb, {len}, f32);
+                  Make<TensorTensorOp>(at, target, eq, str("is_equal"));
+                  Make<MemsetOp>(sel, b_.getF64FloatAttr(0.0));
+                  Make<CopyPredicatedOp>(v, eq, sel);
+                  v = sel;
+                }
+                add_into(acc, v, cb, len);
+              }
+              if (!acc) {
+                acc = Sbuf(cb, {len}, f32);
+                Make<MemsetOp>(acc, b_.getF64FloatAttr(0.0));
+              }
+              const Nchw& G = R;
+              StoreWindow(acc, Window{G.buffer, G.offset + b * G.stride[0] + c0 * G.stride[1] + (ph + s[0] * r) * G.stride[2] +
+                                                  (pw + s[1] * bl.c0) * G.stride[3],
+                                      cb, G.stride[1], {rb, bl.cb}, {s[0] * G.stride[2], s[1] * G.stride[3]}});
+            }
+          }
+        }
+      }
+    }
+  }
+  return success();
+}
+
+}  // namespace trn::ir::lower_linalg_detail
