@@ -453,7 +453,14 @@ absl::Status DiskCache::WriteEntry(const std::string& path, const std::string& b
       c.disk_bytes_written += n;
     }
   });
-  MaybeEvict(n);
+  if (plans) {
+    // Counted, but never the write that scans the tree: plan entries are written on the
+    // executor's thread (code writes, on compile threads, evict for both kinds).
+    absl::MutexLock lock(&mu_);
+    if (tracked_bytes_ >= 0) tracked_bytes_ += n;
+  } else {
+    MaybeEvict(n);
+  }
   return absl::OkStatus();
 }
 
