@@ -6,7 +6,9 @@
 A profile comes from `with torch_trn.profile("trace.json"):` or NEURON_PROFILE=trace.json. Its
 lanes are threads: recording ("python", the autograd thread), "executor" (running units, and
 planning each flushed segment into units first: "plan" events), "compile worker N"
-(adaptive mode's background compilers), "segment builder N" (compile mode's parallel builds).
+(adaptive mode's background compilers), "segment builder N" (compile mode's parallel builds);
+"load" events are builds loaded from the disk cache (read + verify and link times, on the lane
+that loaded them: a builder, a compile worker, or adaptive mode's executor).
 The summary answers the adaptive-mode questions: how long compiling took, how much of it ran
 while the executor was busy, how much was hidden (off the program's critical path: on a compile
 thread, which nothing waits for, while the program ran), how many ops ran compiled or one by one
