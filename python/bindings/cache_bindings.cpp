@@ -133,6 +133,16 @@ py::dict CacheStatsDict(trace::DeviceState& state) {
   disk["bytes_written"] = c.disk_bytes_written;
   disk["evictions"] = c.disk_evictions;
   disk["rejected"] = c.disk_rejected;
+  // The disk tier's plan entries (scheduler/plan_store.h): segments whose plans a flush loaded
+  // (hits) or looked for in vain (misses), entries written, rejected by reason.
+  py::dict plans;
+  plans["hits"] = c.plan_hits;
+  plans["misses"] = c.plan_misses;
+  plans["writes"] = c.plan_writes;
+  plans["write_errors"] = c.plan_write_errors;
+  plans["bytes_read"] = c.plan_bytes_read;
+  plans["bytes_written"] = c.plan_bytes_written;
+  plans["rejected"] = c.plan_rejected;
   py::dict remote;
   runtime::cache::RemoteTier* r = compiler.remote();
   remote["enabled"] = r != nullptr;
@@ -153,6 +163,7 @@ py::dict CacheStatsDict(trace::DeviceState& state) {
   py::dict out;
   out["memory"] = memory;
   out["disk"] = disk;
+  out["plans"] = plans;
   out["remote"] = remote;
   out["compiles"] = c.compiles;
   out["compile_seconds"] = c.compile_seconds;

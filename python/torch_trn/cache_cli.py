@@ -12,8 +12,8 @@ else ~/.cache/torch_trn.
 A cache directory that does not exist is an empty cache (ls, stats, verify and clear print
 "empty" and exit 0). Exit codes: 0 ok, 1 verify found a bad entry, 2 usage error.
 
-Layout (docs: the runtime's cache): <dir>/<h[0:2]>/<h[2:4]>/<h>.O<opt>c<cg> entries,
-.<name>.tmp.<pid>.<random> files being written (or left by a killed writer), anything else is
+Layout (docs: the runtime's cache): <dir>/<h[0:2]>/<h[2:4]>/<h>.O<opt>c<cg> entries (code),
+<h>.plan entries (the plans of a flushed segment), .<name>.tmp.<pid>.<random> files being written (or left by a killed writer), anything else is
 "foreign" and never loaded. Last access is the entry's mtime: the runtime touches an entry on
 every hit and evicts the least recently used ones beyond NEURON_CACHE_DISK_BYTES.
 """
@@ -74,7 +74,10 @@ def plural(n: int, one: str, many: str | None = None) -> str:
 
 
 def levels(e: dict) -> str:
-    return f"O{e['opt_level']}c{e['codegen_level']}"
+    return "plans" if e["kind"] == "plans" else f"O{e['opt_level']}c{e['codegen_level']}"
+
+
+ENTRY_KINDS = ("entry", "plans")  # code entries and plan entries: both verified, counted, evicted
 
 
 def short_target(target: str) -> str:
@@ -130,13 +133,13 @@ def list_dir(d: str, verify: bool) -> list:
     if not os.path.isdir(d):
         return []
     entries = list(_C().cache_entries(d, verify))
-    order = {"entry": 0, "temp": 1, "foreign": 2}
+    order = {"entry": 0, "plans": 0, "temp": 1, "foreign": 2}
     entries.sort(key=lambda e: (order.get(e["kind"], 3), -e.get("mtime", 0.0), e["path"]))
     return entries
 
 
-def by_kind(entries: list, kind: str) -> list:
-    return [e for e in entries if e["kind"] == kind]
+def by_kind(entries: list, *kinds: str) -> list:
+    return [e for e in entries if e["kind"] in kinds]
 
 
 def _rel(d: str, path: str) -> str:
@@ -162,7 +165,7 @@ def cmd_ls(args) -> int:
     info = _C().cache_info()
     rows = []
     for e in entries:
-        if e["kind"] == "entry":
+        if e["kind"] in ENTRY_KINDS:
             status = e.get("status", "-") + (" (other build)" if other_build(e, info) else "")
             rows.append([e["key"], levels(e), format_size(e["size"]), format_age(e["mtime"], now), status])
         else:  # temp or foreign: name it by its path
@@ -173,7 +176,7 @@ def cmd_ls(args) -> int:
 
 
 def summarize(d: str, entries: list) -> dict:
-    good = by_kind(entries, "entry")
+    good = by_kind(entries, *ENTRY_KINDS)
     temps, foreign = by_kind(entries, "temp"), by_kind(entries, "foreign")
     by_level = {}
     for e in good:
@@ -221,8 +224,8 @@ def cmd_clear(args) -> int:
         print(f"{d}: empty (does not exist), nothing to clear")
         return EXIT_OK
     entries = list_dir(d, verify=False)
-    n_entries, n_temps = len(by_kind(entries, "entry")), len(by_kind(entries, "temp"))
-    size = sum(e["size"] for e in entries if e["kind"] in ("entry", "temp"))
+    n_entries, n_temps = len(by_kind(entries, *ENTRY_KINDS)), len(by_kind(entries, "temp"))
+    size = sum(e["size"] for e in entries if e["kind"] in ENTRY_KINDS + ("temp",))
     removed = _C().cache_clear(d)
     foreign = by_kind(list_dir(d, verify=False), "foreign")
     print(f"{d}: removed {plural(removed, 'file')} ({plural(n_entries, 'entry', 'entries')}, "
@@ -234,7 +237,7 @@ def cmd_clear(args) -> int:
 def cmd_verify(args) -> int:
     d = resolve_dir(args.dir)
     entries = list_dir(d, verify=True)
-    good = by_kind(entries, "entry")
+    good = by_kind(entries, *ENTRY_KINDS)
     bad = [e for e in good if e.get("status") != "ok"]
     deleted, delete_errors = [], []
     if args.delete:

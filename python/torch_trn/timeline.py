@@ -6,7 +6,9 @@
 A profile comes from `with torch_trn.profile("trace.json"):` or NEURON_PROFILE=trace.json. Its
 lanes are threads: recording ("python", the autograd thread), "executor" (running units, and
 planning each flushed segment into units first: "plan" events), "compile worker N"
-(adaptive mode's background compilers), "segment builder N" (compile mode's parallel builds).
+(adaptive mode's background compilers), "segment builder N" (compile mode's parallel builds);
+"load" events are builds loaded from the disk cache (read + verify and link times, on the lane
+that loaded them: a builder, a compile worker, or adaptive mode's executor).
 The summary answers the adaptive-mode questions: how long compiling took, how much of it ran
 while the executor was busy, how much was hidden (off the program's critical path: on a compile
 thread, which nothing waits for, while the program ran), how many ops ran compiled or one by one
@@ -150,6 +152,10 @@ def summarize(trace: Trace) -> dict:
         "execute_busy_ms": sum(e - b for b, e in busy) / 1e3,
         # compile / adaptive mode: the executor's time cutting flushed segments into units
         "plan_ms": sum(e.dur for e in trace.events if e.cat == "plan") / 1e3,
+        # builds loaded from the disk cache: how many, and their read + verify and link time
+        "loads": sum(1 for e in trace.events if e.cat == "load"),
+        "load_read_ms": sum(float(e.args.get("read_ms", 0)) for e in trace.events if e.cat == "load"),
+        "load_link_ms": sum(float(e.args.get("link_ms", 0)) for e in trace.events if e.cat == "load"),
         "ops": ops,
         "steps": steps,
         "first_all_compiled_step": first_all,
@@ -182,6 +188,9 @@ def format_summary(s: dict) -> str:
                                              for k, v in s["ops"].items() if v),
         f"steps (sync points):  {len(s['steps'])}",
     ]
+    if s.get("loads"):
+        lines.insert(4, f"disk loads:           {s['loads']} builds (read + verify {s['load_read_ms']:.1f} ms, "
+                        f"link {s['load_link_ms']:.1f} ms)")
     first = s["first_all_compiled_step"]
     lines.append("first step with every lowered op compiled: " +
                  (f"{first} of {len(s['steps'])}" if first else "none in this profile"))
@@ -194,7 +203,7 @@ def format_summary(s: dict) -> str:
 _COLOURS = {
     "compiled": "#2ca02c", "instant": "#bcbd22", "awaiting_compile": "#ffbf00", "compile_failed": "#d62728",
     "not_lowered": "#1f77b4", "op": "#9ecae1", "record": "#7f7f7f", "sync": "#e377c2",
-    "compile0": "#ff7f0e", "compile1": "#9467bd", "plan": "#8c564b",
+    "compile0": "#ff7f0e", "compile1": "#9467bd", "plan": "#8c564b", "load": "#17becf",
 }
 
 
@@ -217,7 +226,7 @@ def render(trace: Trace, png: str) -> None:
                 key = e.args.get("kind", "op")
             elif e.cat == "compile":
                 key = f"compile{int(e.args.get('tier', 0))}"
-            elif e.cat in ("sync", "plan"):
+            elif e.cat in ("sync", "plan", "load"):
                 key = e.cat
             else:
                 key = "record"
@@ -234,7 +243,7 @@ def render(trace: Trace, png: str) -> None:
               "awaiting_compile": "op by op (compiling)",
               "compile_failed": "op by op (compile failed)", "not_lowered": "op by op (no lowering)",
               "op": "op (eager)", "record": "record", "sync": "sync wait", "plan": "plan a segment",
-              "compile0": "compile, first build", "compile1": "compile, tier-up"}
+              "compile0": "compile, first build", "compile1": "compile, tier-up", "load": "load from disk"}
     ax.legend(handles=[Patch(color=_COLOURS[k], label=v) for k, v in labels.items()],
               loc="upper center", bbox_to_anchor=(0.5, -0.25), ncol=5, fontsize=8)
     fig.tight_layout()

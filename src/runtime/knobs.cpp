@@ -157,6 +157,9 @@ const std::vector<KnobSpec>& KnobSpecs() {
       {"NEURON_CACHE_READONLY", "0", "0 | 1",
        "Use the disk cache read-only (shared or read-only mounts): never write, delete or touch "
        "its files."},
+      {"NEURON_CACHE_PLANS", "1", "0 | 1",
+       "Keep the plans of flushed segments in the disk cache too, so a restarted process plans "
+       "no group of its first steps again (docs/cache.md, Plans). 0: plans are kept in memory only."},
       {"NEURON_CACHE_DISK_BYTES", "2147483648", "integer >= 0",
        "Size bound of the disk cache in bytes; least recently used entries are evicted."},
       {"NEURON_CACHE_MEM_ENTRIES", "4096", "integer >= 1",
@@ -316,6 +319,9 @@ absl::StatusOr<Knobs> ParseKnobs(const EnvLookup& lookup) {
     knobs.cache_dir = absl::StrCat(*xdg, "/torch_trn");
   } else if (auto home = lookup("HOME"); home && !home->empty()) {
     knobs.cache_dir = absl::StrCat(*home, "/.cache/torch_trn");
+  }
+  if (absl::Status st = parse_bool("NEURON_CACHE_PLANS", &knobs.cache_plans); !st.ok()) {
+    return st;
   }
   if (absl::Status st = parse_bool("NEURON_CACHE_READONLY", &knobs.cache_readonly); !st.ok()) {
     return st;

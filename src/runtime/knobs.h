@@ -60,6 +60,7 @@ struct Knobs {
   // Compiled-code caches (src/runtime/cache).
   std::string cache_dir;                     // disk tier root; empty: no disk tier
   bool cache_readonly = false;               // read the disk tier, never write it
+  bool cache_plans = true;                   // keep the plan cache's plans in the disk tier too
   int64_t cache_disk_bytes = int64_t{2} << 30;
   int64_t cache_mem_entries = 4096;
   int64_t cache_mem_bytes = int64_t{1} << 30;

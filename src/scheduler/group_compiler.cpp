@@ -179,16 +179,30 @@ absl::StatusOr<runtime::CodeSlot::Code> GroupCompiler::Link(const Artifact& arti
 std::optional<runtime::CodeSlot::Code> GroupCompiler::FromDisk(const CompileRequest& request, const Levels& levels,
                                                                int tier) {
   if (disk_ == nullptr) return std::nullopt;
+  const double begin_us = runtime::profiler::NowUs();
   std::optional<Artifact> artifact = disk_->Load(request.key_material, levels);
   if (!artifact.has_value()) return std::nullopt;
   if (artifact->num_inputs != request.num_inputs || artifact->num_outputs != request.num_outputs) {
     disk_->RejectLoaded(request.key_material, levels, "entry point arity differs from the group's");
     return std::nullopt;
   }
+  const double read_us = runtime::profiler::NowUs();
   absl::StatusOr<runtime::CodeSlot::Code> code = Link(*artifact, tier);
   if (!code.ok()) {
     disk_->RejectLoaded(request.key_material, levels, std::string(code.status().message()));
     return std::nullopt;
+  }
+  if (runtime::profiler::Enabled()) {  // the load's read + verify and its link, on this thread's lane
+    runtime::profiler::Event e;
+    e.cat = "load";
+    e.name = absl::StrCat("load ", request.key_hex, " ", levels.Suffix(), " from disk");
+    e.begin_us = begin_us;
+    e.end_us = runtime::profiler::NowUs();
+    e.lines = request.lines;
+    e.sargs = {{"key", request.key_hex}};
+    e.nargs = {{"read_ms", (read_us - begin_us) / 1e3}, {"link_ms", (e.end_us - read_us) / 1e3},
+               {"bytes", static_cast<double>(artifact->object.size())}};
+    runtime::profiler::Add(std::move(e));
   }
   return *code;
 }

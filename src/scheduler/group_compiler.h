@@ -87,6 +87,13 @@ class GroupCompiler {
   // Never compiles, never claims.
   std::optional<runtime::CodeSlot::Code> Find(const CompileRequest& request, const runtime::cache::Levels& levels,
                                               int tier);
+  // The build of `request` at `levels` on this process's disk cache, loaded, or nullopt. Never
+  // asks a peer (no store round trip): adaptive mode's executor calls it when it plans a new
+  // group, so a restart runs compiled code from its first step.
+  std::optional<runtime::CodeSlot::Code> FindOnDisk(const CompileRequest& request, const runtime::cache::Levels& levels,
+                                                    int tier) {
+    return FromDisk(request, levels, tier);
+  }
   // Disk, then peers (claiming the build), then compile and publish. While another rank holds
   // the build's lease: nothing happens and the result says pending (the pool asks again later).
   BuildResult Build(const CompileRequest& request, const runtime::cache::Levels& levels, int tier);

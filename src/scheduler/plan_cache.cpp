@@ -9,19 +9,31 @@
 namespace trn::scheduler {
 namespace {
 
-// Which arguments of an operator are Scalars (their values are runtime values, left out of the
-// hash), by the schema's address (the dispatcher keeps schemas for the process's lifetime).
-const std::vector<bool>& ScalarArgs(const c10::OperatorHandle& op) {
-  thread_local absl::flat_hash_map<const c10::FunctionSchema*, std::vector<bool>> memo;
+// What the hasher needs of an operator, computed once per operator and thread: the hash of its
+// name (the text, so that every process hashes alike: plans are kept on disk, plan_store.h) and
+// which arguments are Scalars (their values are runtime values, left out of the hash). Keyed by
+// the schema's address (the dispatcher keeps schemas for the process's lifetime).
+struct OpInfo {
+  uint64_t name_hash = 0;
+  std::vector<bool> scalar_arg;
+};
+
+const OpInfo& InfoOf(const c10::OperatorHandle& op) {
+  thread_local absl::flat_hash_map<const c10::FunctionSchema*, OpInfo> memo;
   const c10::FunctionSchema& schema = op.schema();
   auto [it, inserted] = memo.try_emplace(&schema);
   if (inserted) {
+    const c10::OperatorName& name = schema.operator_name();
+    const std::string text = name.name + "." + name.overload_name;
+    it->second.name_hash = XXH3_64bits(text.data(), text.size());
     for (const c10::Argument& a : schema.arguments()) {
-      it->second.push_back(a.type()->kind() == c10::TypeKind::NumberType);
+      it->second.scalar_arg.push_back(a.type()->kind() == c10::TypeKind::NumberType);
     }
   }
   return it->second;
 }
+
+const std::vector<bool>& ScalarArgs(const c10::OperatorHandle& op) { return InfoOf(op).scalar_arg; }
 
 // Tags of the hashed words: every value starts with one, so different shapes never collide.
 enum Tag : uint64_t {
@@ -197,12 +209,13 @@ Hash128 GroupHasher::Add() {
   words_.push_back(prefix_.lo);
   words_.push_back(prefix_.hi);
   words_.push_back(kOp);
-  words_.push_back(reinterpret_cast<uintptr_t>(&r.op.schema()));
+  const OpInfo& info = InfoOf(r.op);
+  words_.push_back(info.name_hash);
   words_.push_back(r.cut_fp);
   if (next_ > begin_ && r.thread != records_[next_ - 1].thread) {
     words_.push_back(kThreadChange);
   }
-  const std::vector<bool>& scalar = ScalarArgs(r.op);
+  const std::vector<bool>& scalar = info.scalar_arg;
   words_.push_back(r.args.size());
   for (size_t j = 0; j < r.args.size(); ++j) {
     HashValue(r.args[j], j < scalar.size() && scalar[j], &words_);

@@ -115,6 +115,9 @@ struct GroupPlan {
   int64_t bytes_written = 0;
   int64_t temporaries = 0;
   std::string func;
+  // Loaded from the disk tier (plan_store.h): each use also checks that its inputs and outputs
+  // name device tensors of the records (a plan made here names them by construction).
+  bool from_disk = false;
 };
 
 // The runtime scalars of `plan` read from `ops` (the unit's records), as GroupLowering::

@@ -80,8 +80,8 @@ std::shared_ptr<GroupPlan> PlanOf(const std::vector<runtime::OpRecord>& records,
 }  // namespace
 
 SegmentPlanner::SegmentPlanner(std::vector<runtime::OpRecord> segment, PlanCache* cache, int64_t max_group_ops,
-                               runtime::Stats* stats, const SegmentRefs* refs)
-    : records_(std::move(segment)), cache_(cache), max_group_ops_(max_group_ops), stats_(stats) {
+                               runtime::Stats* stats, const SegmentRefs* refs, PlanStore* store)
+    : records_(std::move(segment)), cache_(cache), max_group_ops_(max_group_ops), stats_(stats), store_(store) {
   if (refs == nullptr) {
     own_refs_ = SegmentRefs::Of(records_);
     refs = &*own_refs_;
@@ -99,9 +99,25 @@ PlannedUnit SegmentPlanner::Take(size_t begin, int64_t len) {
   return u;
 }
 
+bool SegmentPlanner::TensorsExist(const GroupPlan& plan) const {
+  auto exists = [&](TensorPos p) {
+    p.op += static_cast<uint32_t>(pos_);
+    const at::Tensor t = TensorAt(records_, p);
+    return t.defined() && runtime::IsDeviceTensor(t);
+  };
+  for (const TensorPos& p : plan.inputs) {
+    if (!exists(p)) return false;
+  }
+  for (const auto& [p, staged] : plan.outputs) {
+    if (!exists(p)) return false;
+  }
+  return true;
+}
+
 bool SegmentPlanner::Applies(const GroupPlan& plan, const GroupHasher& hasher, std::vector<double>* params) const {
   if (!GuardsHold(plan, records_, pos_)) return false;
   if (plan.kind == GroupPlan::Kind::kOpByOp) return true;
+  if (plan.from_disk && !TensorsExist(plan)) return false;
   if (!ReadParams(plan, records_, pos_, params)) return false;
   // Liveness, as GroupLowering::Finish decided it when the plan was made: read after the group.
   size_t count = 0;
@@ -123,6 +139,7 @@ bool SegmentPlanner::FromCache(PlannedUnit* out) {
     if (plans == nullptr) return false;
     for (const std::shared_ptr<const GroupPlan>& plan : *plans) {
       if (!Applies(*plan, hasher, &params)) continue;
+      if (probed_) Use(h, plan);
       const size_t begin = pos_;
       if (plan->kind == GroupPlan::Kind::kOpByOp) {
         *out = Take(begin, 1);
@@ -168,7 +185,9 @@ void SegmentPlanner::CachePlans(const std::vector<CutUnit>& cut,
       for (int64_t a : u.failed_value_args) args.emplace_back(0, a);
       plan->guards = GuardsOf(records_, u.begin, args);
       GroupHasher h(records_, u.begin);
-      cache_->Insert(h.Add(), std::move(plan));
+      const Hash128 key = h.Add();
+      if (probed_) Use(key, plan);
+      cache_->Insert(key, std::move(plan));
       continue;
     }
     std::shared_ptr<GroupPlan> plan = plans[k];
@@ -188,6 +207,7 @@ void SegmentPlanner::CachePlans(const std::vector<CutUnit>& cut,
     size_t buffers = 0;
     h.Buffers(u.len, &buffers);
     if (buffers != plan->live.size()) continue;  // (cannot happen: the lowering's buffers)
+    if (probed_) Use(key, plan);
     cache_->Insert(key, std::move(plan));
   }
 }
@@ -222,6 +242,31 @@ void SegmentPlanner::Cut() {
   }
 }
 
+void SegmentPlanner::Use(const Hash128& h, std::shared_ptr<const GroupPlan> plan) {
+  if (used_set_.insert(plan.get()).second) used_.push_back(StoredPlan{h, std::move(plan)});
+}
+
+bool SegmentPlanner::LoadStored() {
+  if (store_ == nullptr || probed_) return false;
+  probed_ = true;
+  GroupHasher hasher(records_, pos_);
+  while (!hasher.at_end()) hasher.Add();
+  store_key_ = hasher.End();
+  std::optional<std::vector<StoredPlan>> stored = store_->Load(store_key_);
+  if (!stored.has_value()) return false;
+  for (StoredPlan& s : *stored) {
+    const std::vector<std::shared_ptr<const GroupPlan>>* held = cache_->Find(s.hash);
+    bool known = false;
+    for (size_t i = 0; held != nullptr && i < held->size() && !known; ++i) known = SamePlan(*(*held)[i], *s.plan);
+    if (!known) cache_->Insert(s.hash, std::move(s.plan));
+  }
+  return true;
+}
+
+void SegmentPlanner::Persist() {
+  if (store_ != nullptr && probed_ && misses_ > 0) store_->Save(store_key_, used_);
+}
+
 PlannedUnit SegmentPlanner::Next() {
   if (next_ready_ < ready_.size()) {
     PlannedUnit u = std::move(ready_[next_ready_++]);
@@ -232,7 +277,7 @@ PlannedUnit SegmentPlanner::Next() {
     return u;
   }
   PlannedUnit out;
-  if (FromCache(&out)) {
+  if (FromCache(&out) || (LoadStored() && FromCache(&out))) {
     ++hits_;
     return out;
   }

@@ -71,6 +71,12 @@ Stream::Stream(const runtime::Knobs& knobs, runtime::Stats* stats)
       dump_dir_(knobs.dump_mlir_dir),
       variants_(knobs.shape_variants),
       compiler_(CompilerOptionsOf(knobs), stats, &cache_stats_),
+      // The context of a stored plan: what besides the records decides the cuts.
+      plan_store_(compiler_.disk() == nullptr || !knobs.cache_plans || mode_ == runtime::Mode::kEager
+                      ? nullptr
+                      : std::make_unique<PlanStore>(compiler_.disk(),
+                                                    absl::StrCat(Adaptive(knobs) ? "adaptive" : "compile", " ops ",
+                                                                 max_group_ops_, " target ", knobs.target))),
       pool_(Adaptive(knobs) ? std::make_unique<CompilePool>(
                                   CompilePoolOptions{static_cast<int>(knobs.compile_workers), knobs.compile_queue,
                                                      knobs.tiering && knobs.target == "host", knobs.opt_level,
@@ -237,7 +243,15 @@ runtime::ExecUnit Stream::MakeGroupUnit(PlannedUnit& p) {
   } else if (created) {
     ExplainMiss(unit.key, p.ops);
     CompilePool* pool = builders_ != nullptr ? builders_.get() : pool_.get();
-    if (!pool->Submit(CompileRequest::Of(plan, p.ops), slot)) {
+    CompileRequest request = CompileRequest::Of(plan, p.ops);
+    // adaptive: a group whose final build is on disk is loaded here, when its segment is planned
+    // (a read and a link, ~0.1-0.5 ms; running its ops one by one costs more), so a restarted
+    // process runs its first step compiled. Only compiles (and peers' builds) are left to the pool.
+    std::optional<runtime::CodeSlot::Code> on_disk;
+    if (pool_ != nullptr) on_disk = compiler_.FindOnDisk(request, compiler_.FinalLevels(), 1);
+    if (on_disk.has_value()) {
+      slot->Publish(*on_disk, 1);
+    } else if (!pool->Submit(std::move(request), slot)) {
       if (builders_ != nullptr) {  // only once shut down
         slot->Fail(absl::CancelledError("the compile threads shut down before building this group"));
       } else {
@@ -288,7 +302,7 @@ std::vector<runtime::ExecUnit> Stream::PlanSegment(std::vector<runtime::OpRecord
   // (several build at once; with peers, each rank builds the groups nobody has claimed yet and
   // fetches the others) and the executor waits for it when its turn comes, after the whole
   // segment is planned: the builds of one segment run in parallel.
-  SegmentPlanner planner(std::move(records), &plans_, max_group_ops_, stats_, &refs);
+  SegmentPlanner planner(std::move(records), &plans_, max_group_ops_, stats_, &refs, plan_store_.get());
   std::vector<runtime::ExecUnit> units;
   while (!planner.Done()) {
     PlannedUnit p = planner.Next();
@@ -305,6 +319,7 @@ std::vector<runtime::ExecUnit> Stream::PlanSegment(std::vector<runtime::OpRecord
     }
     units.push_back(std::move(unit));
   }
+  planner.Persist();
   stats_->CountPlans(planner.cache_hits(), planner.cache_misses());
   stats_->AddTime(runtime::HostTime::kPlan, runtime::MonotonicNs() - begin_ns, static_cast<int64_t>(n));
   if (runtime::profiler::Enabled()) {

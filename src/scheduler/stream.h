@@ -43,6 +43,7 @@
 #include "scheduler/group_compiler.h"
 #include "scheduler/grouper.h"
 #include "scheduler/plan_cache.h"
+#include "scheduler/plan_store.h"
 #include "scheduler/segment_planner.h"
 #include "scheduler/segment_refs.h"
 #include "scheduler/shape_variants.h"
@@ -117,6 +118,9 @@ class Stream {
   PlanCache plans_;
   MissExplainer explainer_;
   GroupCompiler compiler_;
+  // The plan cache's disk tier (NEURON_CACHE_PLANS, with the disk cache); used by the executor
+  // thread only, as plans_.
+  std::unique_ptr<PlanStore> plan_store_;
   std::unique_ptr<CompilePool> pool_;      // adaptive mode only: the background compilers
   std::unique_ptr<CompilePool> builders_;  // compile mode only: the segment builders
   runtime::Executor executor_;

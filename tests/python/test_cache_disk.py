@@ -17,6 +17,9 @@ What is asserted:
     and leave a clean cache; a process killed mid-write leaves only a temp file; the size bound
     evicts the least recently used entries;
   - the CLI: ls / stats / verify / clear, JSON and human output, exit codes.
+Runs also write plan entries (`<h>.plan`, the plan cache's disk tier: test_cache_plans.py); here
+they are only required to verify, to be left alone by the code entries' checks and to be listed,
+verified, counted and cleared by the CLI.
 """
 import json
 import os
@@ -105,6 +108,10 @@ def listing(d, verify=True):
 
 def entries(d):
     return [e for e in listing(d) if e["kind"] == "entry"]
+
+
+def plan_entries(d):
+    return [e for e in listing(d) if e["kind"] == "plans"]
 
 
 def name(path):
@@ -197,7 +204,9 @@ def test_first_run_writes_every_build(warm):
         assert name(e["path"]) == f"{e['key']}.O1c1" and len(e["key"]) == 32
         assert e["path"].startswith(os.path.join(str(warm.dir), e["key"][:2], e["key"][2:4]) + os.sep)
         assert stat.S_IMODE(os.stat(e["path"]).st_mode) == 0o600
-    assert [e for e in listing(warm.dir) if e["kind"] != "entry"] == []
+    assert [e for e in listing(warm.dir) if e["kind"] not in ("entry", "plans")] == []
+    plans = plan_entries(warm.dir)
+    assert plans and all(e["status"] == "ok" and name(e["path"]) == f"{e['key']}.plan" for e in plans), plans
 
 
 def test_restart_compiles_nothing(warm, tmp_path):
@@ -436,8 +445,8 @@ def test_concurrent_processes_share_an_empty_dir(warm, tmp_path, capsys):
         assert c["compiles"] + c["disk"]["hits"] == warm.n and c["disk"]["rejected"] == {}, c
     assert sum(o["cache"]["disk"]["writes"] for o in outs) >= warm.n
     found = listing(d)
-    assert [e for e in found if e["kind"] != "entry"] == [], "temp or stray files left"
-    assert sorted(name(e["path"]) for e in found) == warm.names
+    assert [e for e in found if e["kind"] not in ("entry", "plans")] == [], "temp or stray files left"
+    assert sorted(name(e["path"]) for e in found if e["kind"] == "entry") == warm.names
     assert all(e["status"] == "ok" for e in found)
     assert cli(capsys, "verify", "--dir", d)[0] == 0
 
@@ -451,7 +460,7 @@ def test_killed_mid_write_leaves_no_bad_entry(warm, tmp_path, capsys):
     assert proc.returncode == -9, f"exit {proc.returncode}\n{proc.stderr[-3000:]}"
     found = listing(d)
     assert any(e["kind"] == "temp" for e in found), found
-    assert all(e["kind"] == "temp" or (e["kind"] == "entry" and e["status"] == "ok") for e in found), found
+    assert all(e["kind"] == "temp" or (e["kind"] in ("entry", "plans") and e["status"] == "ok") for e in found), found
 
     out = train(d)
     assert out["losses"] == warm.out["losses"]
@@ -461,7 +470,7 @@ def test_killed_mid_write_leaves_no_bad_entry(warm, tmp_path, capsys):
 
     code, text = cli(capsys, "clear", "--dir", d)
     assert code == 0 and "removed" in text, text
-    assert [e for e in listing(d) if e["kind"] in ("entry", "temp")] == []
+    assert [e for e in listing(d) if e["kind"] in ("entry", "plans", "temp")] == []
 
 
 def test_eviction_keeps_the_most_recently_used(warm, tmp_path):
@@ -470,7 +479,8 @@ def test_eviction_keeps_the_most_recently_used(warm, tmp_path):
     sizes = [e["size"] for e in warm.built]
     limit = sizes[-1] + sizes[-2] + min(sizes) // 2   # a third entry never fits
     d = tmp_path / "cache"
-    out = train(d, {"NEURON_CACHE_DISK_BYTES": str(limit)})
+    # Code entries alone (plan entries are evicted by the same rule, but would take room here).
+    out = train(d, {"NEURON_CACHE_DISK_BYTES": str(limit), "NEURON_CACHE_PLANS": "0"})
     c = out["cache"]
     assert out["losses"] == warm.out["losses"]
     # Every entry written (the import's first) but the last two was evicted.
@@ -491,8 +501,10 @@ def test_cli_ls_stats_verify_clear(warm, tmp_path, capsys):
     code, text = cli(capsys, "ls", "--dir", d, "--json")
     assert code == 0
     listed = json.loads(text)
-    assert sorted(name(e["path"]) for e in listed) == warm.names
-    assert all(e["kind"] == "entry" and e["status"] == "ok" for e in listed)
+    assert sorted(name(e["path"]) for e in listed if e["kind"] == "entry") == warm.names
+    assert all(e["kind"] in ("entry", "plans") and e["status"] == "ok" for e in listed)
+    plans = [e for e in listed if e["kind"] == "plans"]
+    assert plans
 
     age(d)
     code, text = cli(capsys, "ls", "--dir", d)
@@ -507,8 +519,10 @@ def test_cli_ls_stats_verify_clear(warm, tmp_path, capsys):
 
     code, text = cli(capsys, "stats", "--dir", d, "--json")
     s = json.loads(text)
-    assert code == 0 and s["entries"] == len(warm.entries) and s["bytes"] == sum(e["size"] for e in warm.entries)
-    assert s["by_level"] == {"O1c1": {"entries": len(warm.entries), "bytes": s["bytes"]}}
+    code_bytes, plan_bytes = sum(e["size"] for e in warm.entries), sum(e["size"] for e in plans)
+    assert code == 0 and s["entries"] == len(warm.entries) + len(plans) and s["bytes"] == code_bytes + plan_bytes
+    assert s["by_level"] == {"O1c1": {"entries": len(warm.entries), "bytes": code_bytes},
+                             "plans": {"entries": len(plans), "bytes": plan_bytes}}
     assert s["temps"] == 0 and s["foreign"] == 0 and s["limit"] > 0
     code, text = cli(capsys, "stats", "--dir", d)
     assert code == 0 and "entries" in text and "limit" in text and "KiB" in text, text
@@ -520,12 +534,12 @@ def test_cli_ls_stats_verify_clear(warm, tmp_path, capsys):
     assert proc.returncode == 1 and os.path.relpath(victim, d) in proc.stdout and "hash_mismatch" in proc.stdout, proc.stdout
     code, text = cli(capsys, "verify", "--dir", d, "--delete", "--json")
     v = json.loads(text)
-    assert code == 1 and v["deleted"] == [victim] and v["ok"] == len(warm.entries) - 1, v
+    assert code == 1 and v["deleted"] == [victim] and v["ok"] == len(warm.entries) + len(plans) - 1, v
     assert not os.path.exists(victim)
     assert cli(capsys, "verify", "--dir", d)[0] == 0
 
     code, text = cli(capsys, "clear", "--dir", d)
-    assert code == 0 and f"removed {len(warm.entries) - 1} file" in text, text
+    assert code == 0 and f"removed {len(warm.entries) + len(plans) - 1} file" in text, text
     assert entries(d) == []
     assert cli(capsys, "ls", "--dir", d) == (0, f"{d}: empty\n")
 

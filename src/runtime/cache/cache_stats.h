@@ -23,6 +23,11 @@ struct CacheCounters {
   int64_t disk_hits = 0, disk_misses = 0, disk_writes = 0, disk_write_errors = 0;
   int64_t disk_bytes_read = 0, disk_bytes_written = 0, disk_evictions = 0;
   std::map<std::string, int64_t> disk_rejected;  // by reason name
+  // the disk tier's plan entries (scheduler/plan_store.h): segments whose plans were loaded
+  // (hits) or looked for and not found (misses), entries written, rejected by reason
+  int64_t plan_hits = 0, plan_misses = 0, plan_writes = 0, plan_write_errors = 0;
+  int64_t plan_bytes_read = 0, plan_bytes_written = 0;
+  std::map<std::string, int64_t> plan_rejected;
   // distributed tier
   int64_t remote_fetches = 0, remote_misses = 0, remote_publishes = 0;
   // lease_waits: builds this rank found claimed by another rank and waited for (once per build)

@@ -91,13 +91,19 @@ bool MakeDirs(const std::string& dir) {
   return true;
 }
 
-// "<32 hex>.O<d>c<d>"
-bool IsEntryName(absl::string_view name, std::string* key, Levels* levels) {
+// "<32 hex>.O<d>c<d>" (code) or "<32 hex>.plan" (plans).
+bool IsEntryName(absl::string_view name, std::string* key, Levels* levels, EntryKind* kind = nullptr) {
   if (name.size() != 32 + 5) return false;
   for (size_t i = 0; i < 32; ++i) {
     if (!std::isxdigit(static_cast<unsigned char>(name[i])) || std::isupper(static_cast<unsigned char>(name[i]))) {
       return false;
     }
+  }
+  if (name.substr(32) == kPlanSuffix) {
+    if (key != nullptr) *key = std::string(name.substr(0, 32));
+    if (levels != nullptr) *levels = Levels{-1, -1};
+    if (kind != nullptr) *kind = EntryKind::kPlans;
+    return true;
   }
   if (name[32] != '.' || name[33] != 'O' || name[35] != 'c' || !std::isdigit(static_cast<unsigned char>(name[34])) ||
       !std::isdigit(static_cast<unsigned char>(name[36]))) {
@@ -105,6 +111,7 @@ bool IsEntryName(absl::string_view name, std::string* key, Levels* levels) {
   }
   if (key != nullptr) *key = std::string(name.substr(0, 32));
   if (levels != nullptr) *levels = Levels{name[34] - '0', name[36] - '0'};
+  if (kind != nullptr) *kind = EntryKind::kCode;
   return true;
 }
 
@@ -183,8 +190,9 @@ std::vector<ScannedFile> Scan(const std::string& root) {
         struct stat st;
         const bool regular = ::lstat(pn.c_str(), &st) == 0 && S_ISREG(st.st_mode);
         std::string key;
-        if (regular && IsEntryName(n, &key, nullptr) && absl::StartsWith(key, a + b)) {
-          add(pn, n, "entry");
+        EntryKind kind = EntryKind::kCode;
+        if (regular && IsEntryName(n, &key, nullptr, &kind) && absl::StartsWith(key, a + b)) {
+          add(pn, n, kind == EntryKind::kPlans ? "plans" : "entry");
         } else if (regular && IsTempName(n)) {
           add(pn, n, "temp");
         } else {
@@ -217,6 +225,11 @@ std::string DiskCache::EntryPath(const std::string& key_material, const Levels& 
   return absl::StrCat(options_.dir, "/", h.substr(0, 2), "/", h.substr(2, 2), "/", h, ".", levels.Suffix());
 }
 
+std::string DiskCache::PlanPath(const std::string& key_material) const {
+  const std::string h = EntryHash(identity_, absl::StrCat(kPlanKeyPrefix, key_material));
+  return absl::StrCat(options_.dir, "/", h.substr(0, 2), "/", h.substr(2, 2), "/", h, kPlanSuffix);
+}
+
 void DiskCache::WarnOnce(const std::string& key, const std::string& message) {
   {
     absl::MutexLock lock(&mu_);
@@ -240,8 +253,10 @@ Reject DiskCache::CheckDirs(const std::string& entry_path, std::string* which) c
   return Reject::kNone;
 }
 
-void DiskCache::Rejected(const std::string& path, Reject reason, const std::string& detail, bool ours) {
-  stats_->Update([&](CacheCounters& c) { ++c.disk_rejected[std::string(RejectName(reason))]; });
+void DiskCache::Rejected(const std::string& path, Reject reason, const std::string& detail, bool ours, EntryKind kind) {
+  stats_->Update([&](CacheCounters& c) {
+    ++(kind == EntryKind::kPlans ? c.plan_rejected : c.disk_rejected)[std::string(RejectName(reason))];
+  });
   absl::string_view why = detail;
   absl::ConsumePrefix(&why, absl::StrCat(RejectName(reason), ": "));  // Decode's messages start with it
   const bool remove = ours && IsContentReject(reason) && !options_.readonly;
@@ -251,29 +266,24 @@ void DiskCache::Rejected(const std::string& path, Reject reason, const std::stri
   }
   WarnOnce(absl::StrCat(path, "|", RejectName(reason)),
            absl::StrCat("cache entry ", path, " ignored (", RejectName(reason), "): ", why,
-                        remove ? "; deleted, the group is recompiled" : "; the group is recompiled"));
+                        kind == EntryKind::kPlans ? (remove ? "; deleted, the segment is planned again" : "; the segment is planned again")
+                        : remove                  ? "; deleted, the group is recompiled"
+                                                  : "; the group is recompiled"));
   if (remove) {
     ::unlink(path.c_str());
   }
 }
 
-std::optional<Artifact> DiskCache::Load(const std::string& key_material, const Levels& levels) {
-  const std::string path = EntryPath(key_material, levels);
+std::optional<Artifact> DiskCache::ReadEntry(const std::string& path, const std::string& key_material,
+                                             EntryKind kind) {
   const int fd = OpenEntry(path);
-  if (fd < 0) {
-    stats_->Update([](CacheCounters& c) { ++c.disk_misses; });
-    return std::nullopt;
-  }
-  auto miss = [&]() -> std::optional<Artifact> {
-    stats_->Update([](CacheCounters& c) { ++c.disk_misses; });
-    return std::nullopt;
-  };
+  if (fd < 0) return std::nullopt;
   // Everything that decides whether the file may be read is checked before a byte is read.
   struct stat st;
   if (::fstat(fd, &st) != 0) {
-    Rejected(path, Reject::kUnreadable, ErrnoText(), false);
+    Rejected(path, Reject::kUnreadable, ErrnoText(), false, kind);
     ::close(fd);
-    return miss();
+    return std::nullopt;
   }
   Reject trust = CheckEntryFile(st, uid_);
   std::string where = "the file";
@@ -287,33 +297,58 @@ std::optional<Artifact> DiskCache::Load(const std::string& key_material, const L
         : trust == Reject::kTooLarge
             ? absl::StrFormat("%d bytes, more than an entry can hold (%d)", st.st_size, kMaxEntryBytes)
             : absl::StrFormat("%s must be owned by uid %d and not be group/world-writable", where, uid_);
-    Rejected(path, trust, why, false);
-    return miss();
+    Rejected(path, trust, why, false, kind);
+    return std::nullopt;
   }
   std::string bytes;
   bytes.reserve(static_cast<size_t>(st.st_size));
   const bool read_ok = ReadAll(fd, &bytes);
   ::close(fd);
   if (!read_ok) {
-    Rejected(path, Reject::kUnreadable, ErrnoText(), false);
-    return miss();
+    Rejected(path, Reject::kUnreadable, ErrnoText(), false, kind);
+    return std::nullopt;
   }
   Reject reject = Reject::kNone;
-  absl::StatusOr<Artifact> artifact = Decode(bytes, &identity_, &key_material, &reject);
+  absl::StatusOr<Artifact> artifact = Decode(bytes, &identity_, &key_material, &reject, nullptr, kind);
   if (!artifact.ok()) {
-    Rejected(path, reject, std::string(artifact.status().message()), /*ours=*/true);
-    return miss();
+    Rejected(path, reject, std::string(artifact.status().message()), /*ours=*/true, kind);
+    return std::nullopt;
   }
   if (!options_.readonly) {
     const struct timespec times[2] = {{0, UTIME_OMIT}, {0, UTIME_NOW}};  // recency: mtime = now
     ::utimensat(AT_FDCWD, path.c_str(), times, AT_SYMLINK_NOFOLLOW);
   }
-  const int64_t n = static_cast<int64_t>(bytes.size());
-  stats_->Update([n](CacheCounters& c) {
-    ++c.disk_hits;
-    c.disk_bytes_read += n;
-  });
   return std::move(*artifact);
+}
+
+std::optional<Artifact> DiskCache::Load(const std::string& key_material, const Levels& levels) {
+  std::optional<Artifact> artifact = ReadEntry(EntryPath(key_material, levels), key_material, EntryKind::kCode);
+  const int64_t n = artifact.has_value() ? static_cast<int64_t>(artifact->object.size()) : 0;
+  stats_->Update([&](CacheCounters& c) {
+    if (artifact.has_value()) {
+      ++c.disk_hits;
+      c.disk_bytes_read += n;
+    } else {
+      ++c.disk_misses;
+    }
+  });
+  return artifact;
+}
+
+std::optional<std::string> DiskCache::LoadPlans(const std::string& key_material) {
+  const std::string material = absl::StrCat(kPlanKeyPrefix, key_material);
+  std::optional<Artifact> artifact = ReadEntry(PlanPath(key_material), material, EntryKind::kPlans);
+  const int64_t n = artifact.has_value() ? static_cast<int64_t>(artifact->object.size()) : 0;
+  stats_->Update([&](CacheCounters& c) {
+    if (artifact.has_value()) {
+      ++c.plan_hits;
+      c.plan_bytes_read += n;
+    } else {
+      ++c.plan_misses;
+    }
+  });
+  if (!artifact.has_value()) return std::nullopt;
+  return std::move(artifact->object);
 }
 
 void DiskCache::RejectLoaded(const std::string& key_material, const Levels& levels, const std::string& why) {
@@ -321,14 +356,38 @@ void DiskCache::RejectLoaded(const std::string& key_material, const Levels& leve
     --c.disk_hits;
     ++c.disk_misses;
   });
-  Rejected(EntryPath(key_material, levels), Reject::kLoadFailed, why, /*ours=*/true);
+  Rejected(EntryPath(key_material, levels), Reject::kLoadFailed, why, /*ours=*/true, EntryKind::kCode);
+}
+
+void DiskCache::RejectLoadedPlans(const std::string& key_material, const std::string& why) {
+  stats_->Update([](CacheCounters& c) {
+    --c.plan_hits;
+    ++c.plan_misses;
+  });
+  Rejected(PlanPath(key_material), Reject::kLoadFailed, why, /*ours=*/true, EntryKind::kPlans);
 }
 
 absl::Status DiskCache::Store(const Artifact& artifact) {
   if (options_.readonly) {
     return absl::OkStatus();
   }
-  const std::string path = EntryPath(artifact.key_material, artifact.levels);
+  return WriteEntry(EntryPath(artifact.key_material, artifact.levels), Encode(artifact, identity_), EntryKind::kCode);
+}
+
+absl::Status DiskCache::StorePlans(const std::string& key_material, std::string payload) {
+  if (options_.readonly) {
+    return absl::OkStatus();
+  }
+  Artifact artifact;
+  artifact.kind = EntryKind::kPlans;
+  artifact.key_material = absl::StrCat(kPlanKeyPrefix, key_material);
+  artifact.object = std::move(payload);
+  artifact.levels = Levels{0, 0};
+  return WriteEntry(PlanPath(key_material), Encode(artifact, identity_), EntryKind::kPlans);
+}
+
+absl::Status DiskCache::WriteEntry(const std::string& path, const std::string& bytes, EntryKind kind) {
+  const bool plans = kind == EntryKind::kPlans;
   {
     absl::MutexLock lock(&mu_);
     if (untrusted_.contains(path)) return absl::OkStatus();
@@ -337,10 +396,10 @@ absl::Status DiskCache::Store(const Artifact& artifact) {
   const std::string shard1 = Dirname(shard2);
   // `kind` groups failures for the warning: one warning per kind (e.g. a missing permission
   // would otherwise warn once per group), each failure counted.
-  auto fail = [&](const std::string& kind, const std::string& what) {
-    stats_->Update([](CacheCounters& c) { ++c.disk_write_errors; });
+  auto fail = [&](const std::string& group, const std::string& what) {
+    stats_->Update([plans](CacheCounters& c) { ++(plans ? c.plan_write_errors : c.disk_write_errors); });
     const std::string message = absl::StrCat("cannot write the cache entry ", path, ": ", what);
-    WarnOnce(kind, absl::StrCat("disk cache: ", message, " (groups still compile; further entries failing this "
+    WarnOnce(group, absl::StrCat("disk cache: ", message, " (groups still compile; further entries failing this "
                                 "way are not reported)"));
     return absl::UnavailableError(message);
   };
@@ -358,7 +417,6 @@ absl::Status DiskCache::Store(const Artifact& artifact) {
     return fail(absl::StrCat("untrusted ", which), absl::StrCat(which, " must be owned by uid ", uid_,
                                                                " and not be group/world-writable (", RejectName(r), ")"));
   }
-  const std::string bytes = Encode(artifact, identity_);
   std::random_device rd;
   const std::string name = path.substr(shard2.size() + 1);
   const std::string temp = absl::StrFormat("%s/.%s.tmp.%d.%08x", shard2, name, ::getpid(), rd());
@@ -366,7 +424,7 @@ absl::Status DiskCache::Store(const Artifact& artifact) {
   if (fd < 0) {
     return fail(absl::StrCat("create ", ErrnoText()), absl::StrCat("create ", temp, ": ", ErrnoText()));
   }
-  if (options_.test_fault == "kill_mid_write") {
+  if (options_.test_fault == "kill_mid_write" && !plans) {
     static std::atomic<bool> killed{false};
     if (!killed.exchange(true)) {
       WriteAll(fd, bytes.data(), bytes.size() / 2);
@@ -374,7 +432,9 @@ absl::Status DiskCache::Store(const Artifact& artifact) {
       ::raise(SIGKILL);
     }
   }
-  const bool ok = WriteAll(fd, bytes.data(), bytes.size()) && ::fsync(fd) == 0;
+  // A plan entry is not fsynced: one torn by a crash fails its hash and is a miss (plans are
+  // recomputed cheaply); code entries are, as a compile is expensive to lose.
+  const bool ok = WriteAll(fd, bytes.data(), bytes.size()) && (plans || ::fsync(fd) == 0);
   const std::string write_error = ok ? "" : ErrnoText();
   ::close(fd);
   if (!ok || ::rename(temp.c_str(), path.c_str()) != 0) {
@@ -382,13 +442,25 @@ absl::Status DiskCache::Store(const Artifact& artifact) {
     ::unlink(temp.c_str());
     return fail(why, why);
   }
-  FsyncDir(shard2);
+  if (!plans) FsyncDir(shard2);
   const int64_t n = static_cast<int64_t>(bytes.size());
-  stats_->Update([n](CacheCounters& c) {
-    ++c.disk_writes;
-    c.disk_bytes_written += n;
+  stats_->Update([n, plans](CacheCounters& c) {
+    if (plans) {
+      ++c.plan_writes;
+      c.plan_bytes_written += n;
+    } else {
+      ++c.disk_writes;
+      c.disk_bytes_written += n;
+    }
   });
-  MaybeEvict(n);
+  if (plans) {
+    // Counted, but never the write that scans the tree: plan entries are written on the
+    // executor's thread (code writes, on compile threads, evict for both kinds).
+    absl::MutexLock lock(&mu_);
+    if (tracked_bytes_ >= 0) tracked_bytes_ += n;
+  } else {
+    MaybeEvict(n);
+  }
   return absl::OkStatus();
 }
 
@@ -413,7 +485,7 @@ void DiskCache::MaybeEvict(int64_t added_bytes) {
   int64_t total = 0;
   std::vector<ScannedFile*> entries;
   for (ScannedFile& f : files) {
-    if (f.kind == "entry") {
+    if (f.kind == "entry" || f.kind == "plans") {
       total += f.size;
       entries.push_back(&f);
     } else if (f.kind == "temp" && now - f.mtime > 3600) {
@@ -476,7 +548,7 @@ std::vector<EntryInfo> ListEntries(const std::string& dir, bool verify, int64_t 
     e.kind = f.kind;
     e.size = f.size;
     e.mtime = f.mtime;
-    if (f.kind == "entry") {
+    if (f.kind == "entry" || f.kind == "plans") {
       IsEntryName(f.name, &e.key, &e.levels);
       std::string bytes;
       const int fd = OpenEntry(f.path);
@@ -509,7 +581,7 @@ std::vector<EntryInfo> ListEntries(const std::string& dir, bool verify, int64_t 
 int64_t ClearEntries(const std::string& dir) {
   int64_t removed = 0;
   for (const ScannedFile& f : Scan(dir)) {
-    if ((f.kind == "entry" || f.kind == "temp") && ::unlink(f.path.c_str()) == 0) ++removed;
+    if ((f.kind == "entry" || f.kind == "plans" || f.kind == "temp") && ::unlink(f.path.c_str()) == 0) ++removed;
   }
   for (const std::string& a : DirNames(dir)) {  // empty shard directories
     if (!IsHex2(a)) continue;

@@ -2,7 +2,11 @@
 // NEURON_CACHE_DIR, shared by every process of the user, surviving restarts (DESIGN.md §3.8).
 //
 //   <dir>/<h[0:2]>/<h[2:4]>/<h>.O<opt>c<cg>      h = EntryHash(identity, key material)
+//   <dir>/<h[0:2]>/<h[2:4]>/<h>.plan             h = EntryHash(identity, "plans:" + segment key)
 //
+//  - Plan entries (scheduler/plan_store.h: the plans of a flushed segment, so a restarted
+//    process does not plan its first steps again) follow every rule below, with their own
+//    counters (plan_*); they are not fsynced (a torn one fails its hash and is a miss).
 //  - Publishing is atomic: the entry is written to a hidden temp file in its shard directory,
 //    fsynced, then renamed over the final name (and the directory fsynced). Readers never see a
 //    partial entry; processes writing one key at once each rename a complete file (the last
@@ -38,6 +42,10 @@
 
 namespace trn::runtime::cache {
 
+// The name suffix of plan entries, and the prefix of their key material (never a group key's).
+inline constexpr char kPlanSuffix[] = ".plan";
+inline constexpr char kPlanKeyPrefix[] = "torch-trn plans:";
+
 struct DiskCacheOptions {
   std::string dir;
   bool readonly = false;
@@ -72,6 +80,14 @@ class DiskCache {
   // and warned about once; the caller goes on without the disk tier for this build. An entry
   // that Load rejected as untrusted is never replaced (OK, nothing written).
   absl::Status Store(const Artifact& artifact);
+  // The plan cache's entries (scheduler/plan_store.h): the verified payload stored under
+  // `key_material`, or nullopt (a miss, or a rejected entry: checked, warned about and deleted
+  // as Load's, counted as plan_*).
+  std::optional<std::string> LoadPlans(const std::string& key_material);
+  // A plan entry that verified but whose payload does not decode: counted, deleted if ours.
+  void RejectLoadedPlans(const std::string& key_material, const std::string& why);
+  // Publishes a plan entry atomically (as Store, without the fsyncs).
+  absl::Status StorePlans(const std::string& key_material, std::string payload);
   // An entry that verified but whose object did not link: count it and delete it if ours.
   void RejectLoaded(const std::string& key_material, const Levels& levels, const std::string& why);
   // Shared-directory identity: a random token stored in <dir>/.id (created once), so ranks can
@@ -79,11 +95,16 @@ class DiskCache {
   std::string DirToken();
   // The path an entry of (key, levels) has.
   std::string EntryPath(const std::string& key_material, const Levels& levels) const;
+  std::string PlanPath(const std::string& key_material) const;
 
  private:
   // The first untrusted directory on the way to `entry_path` (root, shard, shard) in `*which`.
   Reject CheckDirs(const std::string& entry_path, std::string* which) const;
-  void Rejected(const std::string& path, Reject reason, const std::string& detail, bool ours);
+  void Rejected(const std::string& path, Reject reason, const std::string& detail, bool ours, EntryKind kind);
+  // The verified entry at `path` for `key_material` of `kind`, or nullopt (missing, or rejected:
+  // counted by reason, warned once, deleted when ours and its content is wrong).
+  std::optional<Artifact> ReadEntry(const std::string& path, const std::string& key_material, EntryKind kind);
+  absl::Status WriteEntry(const std::string& path, const std::string& bytes, EntryKind kind);
   // Logs `message` the first time `key` is seen.
   void WarnOnce(const std::string& key, const std::string& message);
   void MaybeEvict(int64_t added_bytes);
@@ -105,7 +126,7 @@ class DiskCache {
 
 struct EntryInfo {
   std::string path;
-  std::string kind;  // "entry" | "temp" | "foreign"
+  std::string kind;  // "entry" (code) | "plans" | "temp" | "foreign"
   int64_t size = 0;
   double mtime = 0;  // seconds since the epoch
   std::string key;   // entries: the 32-hex name

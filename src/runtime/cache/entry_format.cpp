@@ -85,7 +85,7 @@ std::string Encode(const Artifact& a, const Identity& identity) {
   PutU32(&out, 0);  // header size, patched below
   PutU64(&out, a.object.size());
   PutU64(&out, 0);  // hash, patched below
-  for (int v : {a.tier, a.levels.opt, a.levels.codegen, a.num_inputs, a.num_outputs, 0}) {
+  for (int v : {a.tier, a.levels.opt, a.levels.codegen, a.num_inputs, a.num_outputs, static_cast<int>(a.kind)}) {
     PutU32(&out, static_cast<uint32_t>(v));
   }
   PutStr(&out, identity.compiler_version);
@@ -100,7 +100,7 @@ std::string Encode(const Artifact& a, const Identity& identity) {
 }
 
 absl::StatusOr<Artifact> Decode(absl::string_view b, const Identity* expected, const std::string* key_material,
-                                Reject* reject, Header* header_out) {
+                                Reject* reject, Header* header_out, EntryKind kind) {
   Header h;
   Header& header = header_out != nullptr ? *header_out : h;
   *reject = Reject::kNone;
@@ -127,7 +127,13 @@ absl::StatusOr<Artifact> Decode(absl::string_view b, const Identity* expected, c
   if (XXH3_64bits(b.data() + 32, b.size() - 32) != GetLE(b, 24, 8)) {
     return Rejected(Reject::kHashMismatch, reject, "content hash does not verify");
   }
+  const uint64_t stored_kind = GetLE(b, 52, 4);
+  if (stored_kind > static_cast<uint64_t>(EntryKind::kPlans)) {
+    return Rejected(Reject::kFormatVersion, reject, absl::StrCat("entry kind ", stored_kind, ", this build reads 0 and 1"));
+  }
   Artifact a;
+  a.kind = static_cast<EntryKind>(stored_kind);
+  header.kind = a.kind;
   a.tier = static_cast<int>(GetLE(b, 32, 4));
   a.levels.opt = static_cast<int>(GetLE(b, 36, 4));
   a.levels.codegen = static_cast<int>(GetLE(b, 40, 4));
@@ -155,6 +161,9 @@ absl::StatusOr<Artifact> Decode(absl::string_view b, const Identity* expected, c
   }
   if (key_material != nullptr && a.key_material != *key_material) {
     return Rejected(Reject::kKeyMismatch, reject, "entry belongs to another group (hash collision)");
+  }
+  if (key_material != nullptr && a.kind != kind) {
+    return Rejected(Reject::kKeyMismatch, reject, a.kind == EntryKind::kPlans ? "a plan entry, not code" : "code, not a plan entry");
   }
   a.object.assign(b.data() + header_size, object_size);
   return a;

@@ -5,7 +5,7 @@
 // Layout (little-endian; docs/cache.md has the table):
 //   0  "TRNCACHE"  8  u32 format version  12  u32 header size  16  u64 object size
 //   24 u64 XXH3-64 of bytes [32, end)
-//   32 u32 tier, opt level, codegen level, inputs, outputs, reserved
+//   32 u32 tier, opt level, codegen level, inputs, outputs, kind (0 code, 1 plans)
 //   56 strings (u32 length + bytes): compiler version, target, key material, entry symbol
 //   header size: the object (ELF) bytes
 // The hash covers everything after itself, so any flipped byte in the header or the object is
@@ -42,9 +42,15 @@ struct Levels {
   bool operator==(const Levels& o) const { return opt == o.opt && codegen == o.codegen; }
 };
 
+// What an entry holds: a group's object code, or the plans of a flushed segment
+// (scheduler/plan_store.h: the plan cache's disk tier). Code entries written before plan
+// entries existed hold 0 there (the field was reserved), so the format version stays 1.
+enum class EntryKind : uint32_t { kCode = 0, kPlans = 1 };
+
 struct Artifact {
+  EntryKind kind = EntryKind::kCode;
   std::string key_material;  // the group key's full material (a hash collision cannot alias)
-  std::string object;        // relocatable ELF object for the target
+  std::string object;        // relocatable ELF object for the target (plans: their payload)
   std::string entry_symbol;
   Levels levels;
   int tier = 0;
@@ -84,14 +90,16 @@ struct Header {
   Identity identity;
   Levels levels;
   int tier = 0;
+  EntryKind kind = EntryKind::kCode;
 };
 
 // Decodes and verifies `bytes`. Checks, in order: sizes (kTruncated), magic, format version,
-// hash, then (when `expected` is given) compiler version, target and (when `key_material` is
-// non-null) the key. On failure returns the reason in `*reject` and an error status whose
+// hash, entry kind (a known one), then (when `expected` is given) compiler version, target and
+// (when `key_material` is non-null) the key and that the entry is of kind `kind`. On failure returns the reason in `*reject` and an error status whose
 // message names it; `*header` gets whatever was parsed.
 absl::StatusOr<Artifact> Decode(absl::string_view bytes, const Identity* expected,
-                                const std::string* key_material, Reject* reject, Header* header = nullptr);
+                                const std::string* key_material, Reject* reject, Header* header = nullptr,
+                                EntryKind kind = EntryKind::kCode);
 
 // The 32-hex-digit name of a group's entries: XXH3-128 of the format version, the identity and
 // the key material.
