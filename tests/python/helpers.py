@@ -51,3 +51,25 @@ def cpu_losses(name, steps, optim="adamw"):
         loss.backward(); opt.step(); opt.zero_grad()
         out.append(loss.item())
     return out
+
+
+# Damage to a disk-cache entry (the entry header, src/runtime/cache/entry_format.h: u32 header
+# size at byte 12, u64 payload size at byte 16).
+def flip_entry_payload_byte(path):
+    """Inverts one byte in the middle of the entry's payload (its hash no longer matches)."""
+    import struct
+    with open(path, "r+b") as f:
+        header_size, payload = struct.unpack_from("<IQ", f.read(24), 12)
+        where = header_size + payload // 2
+        f.seek(where)
+        b = f.read(1)[0]
+        f.seek(where)
+        f.write(bytes([b ^ 0xFF]))
+
+
+def truncate_entry(path):
+    """Cuts the entry file in half."""
+    import os
+    size = os.path.getsize(path)
+    with open(path, "r+b") as f:
+        f.truncate(size // 2)

@@ -35,7 +35,7 @@ import types
 import pytest
 
 import torch_trn
-from helpers import ROOT, last_json, run_python
+from helpers import ROOT, flip_entry_payload_byte, last_json, run_python, truncate_entry
 from torch_trn import cache_cli
 
 TESTS = os.path.join(ROOT, "tests", "python")
@@ -258,22 +258,6 @@ def test_memory_tier_serves_a_second_model_instance(warm):
 # --------------------------------------------------------------------------------------------
 # damaged and untrusted entries
 # --------------------------------------------------------------------------------------------
-def truncate(path):
-    size = os.path.getsize(path)
-    with open(path, "r+b") as f:
-        f.truncate(size // 2)
-
-
-def flip_object_byte(path):
-    with open(path, "r+b") as f:
-        header_size, payload = struct.unpack_from("<IQ", f.read(24), 12)
-        where = header_size + payload // 2
-        f.seek(where)
-        b = f.read(1)[0]
-        f.seek(where)
-        f.write(bytes([b ^ 0xFF]))
-
-
 def set_format_version(path, version=99):
     with open(path, "r+b") as f:
         f.seek(8)
@@ -284,7 +268,7 @@ def add_mode(path, bits):
     os.chmod(path, stat.S_IMODE(os.stat(path).st_mode) | bits)
 
 
-CONTENT_FAULTS = {"truncated": truncate, "hash_mismatch": flip_object_byte, "format_version": set_format_version}
+CONTENT_FAULTS = {"truncated": truncate_entry, "hash_mismatch": flip_entry_payload_byte, "format_version": set_format_version}
 
 
 @pytest.mark.parametrize("reason", list(CONTENT_FAULTS))
@@ -529,7 +513,7 @@ def test_cli_ls_stats_verify_clear(warm, tmp_path, capsys):
 
     assert cli(capsys, "verify", "--dir", d)[0] == 0
     victim = in_copy(warm, d, warm.built[0])
-    flip_object_byte(victim)
+    flip_entry_payload_byte(victim)
     proc = cli_process("cache", "verify", "--dir", d)
     assert proc.returncode == 1 and os.path.relpath(victim, d) in proc.stdout and "hash_mismatch" in proc.stdout, proc.stdout
     code, text = cli(capsys, "verify", "--dir", d, "--delete", "--json")

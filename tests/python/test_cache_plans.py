@@ -18,11 +18,10 @@ the same weights and batches, on the CPU (the reference). What is asserted:
 import json
 import math
 import os
-import struct
 
 import pytest
 
-from helpers import ROOT, last_json, run_python
+from helpers import ROOT, flip_entry_payload_byte, last_json, run_python, truncate_entry
 
 TESTS = os.path.join(ROOT, "tests", "python")
 MODEL, STEPS = "mlp", 4
@@ -97,23 +96,7 @@ def test_plan_entries_do_not_depend_on_lines(tmp_path):
     assert a["losses"] == b["losses"]
 
 
-def flip_payload_byte(path):
-    with open(path, "r+b") as f:
-        header_size, payload = struct.unpack_from("<IQ", f.read(24), 12)
-        where = header_size + payload // 2
-        f.seek(where)
-        b = f.read(1)[0]
-        f.seek(where)
-        f.write(bytes([b ^ 0xFF]))
-
-
-def truncate(path):
-    size = os.path.getsize(path)
-    with open(path, "r+b") as f:
-        f.truncate(size // 2)
-
-
-@pytest.mark.parametrize("reason,damage", [("hash_mismatch", flip_payload_byte), ("truncated", truncate)])
+@pytest.mark.parametrize("reason,damage", [("hash_mismatch", flip_entry_payload_byte), ("truncated", truncate_entry)])
 def test_damaged_plan_entry_is_a_miss(reason, damage, tmp_path):
     d = tmp_path / "cache"
     train(d, COMPILE)

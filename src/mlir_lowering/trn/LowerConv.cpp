@@ -101,27 +101,25 @@ bool Lowerer::IsConv(mlir::linalg::GenericOp g) {
   return name && (name.getValue() == "aten::convolution" || name.getValue() == "aten::convolution_backward");
 }
 
-Value Lowerer::LoadWindow(const Window& w, int64_t free, mlir::Type element) {
-  Value tile = Sbuf(w.partitions, {free}, element);
-  auto dma = Make<DmaCopyOp>(w.memref, tile);
+namespace {
+// The HBM side of a window's DMA: offset, then the partition axis and the window's own axes.
+void SetWindowAttrs(mlir::Operation* dma, const Window& w, mlir::OpBuilder& b) {
   llvm::SmallVector<int64_t> sizes{w.partitions}, strides{w.partition_stride};
   sizes.append(w.sizes.begin(), w.sizes.end());
   strides.append(w.strides.begin(), w.strides.end());
-  dma->setAttr(kHbmOffsetAttr, b_.getI64IntegerAttr(w.offset));
-  dma->setAttr(kHbmSizesAttr, b_.getDenseI64ArrayAttr(sizes));
-  dma->setAttr(kHbmStridesAttr, b_.getDenseI64ArrayAttr(strides));
+  dma->setAttr(kHbmOffsetAttr, b.getI64IntegerAttr(w.offset));
+  dma->setAttr(kHbmSizesAttr, b.getDenseI64ArrayAttr(sizes));
+  dma->setAttr(kHbmStridesAttr, b.getDenseI64ArrayAttr(strides));
+}
+}  // namespace
+
+Value Lowerer::LoadWindow(const Window& w, int64_t free, mlir::Type element) {
+  Value tile = Sbuf(w.partitions, {free}, element);
+  SetWindowAttrs(Make<DmaCopyOp>(w.memref, tile), w, b_);
   return tile;
 }
 
-void Lowerer::StoreWindow(Value tile, const Window& w) {
-  auto dma = Make<DmaCopyOp>(tile, w.memref);
-  llvm::SmallVector<int64_t> sizes{w.partitions}, strides{w.partition_stride};
-  sizes.append(w.sizes.begin(), w.sizes.end());
-  strides.append(w.strides.begin(), w.strides.end());
-  dma->setAttr(kHbmOffsetAttr, b_.getI64IntegerAttr(w.offset));
-  dma->setAttr(kHbmSizesAttr, b_.getDenseI64ArrayAttr(sizes));
-  dma->setAttr(kHbmStridesAttr, b_.getDenseI64ArrayAttr(strides));
-}
+void Lowerer::StoreWindow(Value tile, const Window& w) { SetWindowAttrs(Make<DmaCopyOp>(tile, w.memref), w, b_); }
 
 // A weight tile [partitions, free] (one free axis), loaded once per convolution while the
 // cache holds kWeightCacheBytes per partition (then it starts over).
