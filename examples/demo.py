@@ -5,9 +5,9 @@
 Runs examples/train_demo.py (device vs CPU eager, losses compared every step) once per mode in
 a fresh process: eager, compile, then adaptive with the profiler on, each with an empty disk
 cache (<out>/cache/<mode>); then compile mode once more, restarted on the compile run's warm disk
-cache (it loads every group instead of compiling it); compile mode with the loss and the
-optimizer step under torch.compile(backend="neuron") (graphs replayed after their first call:
-no per-op recording); and compile mode on NEURON_TARGET=trn2 (the NeuronCore model). Writes the adaptive run's
+cache (it loads every group instead of compiling it); compile mode with the loss under
+torch.compile(backend="neuron") (its forward and backward graphs replayed after their first
+call: no per-op recording); and compile mode on NEURON_TARGET=trn2 (the NeuronCore model). Writes the adaptive run's
 overlap timeline as <out>/adaptive_trace.json (open it in https://ui.perfetto.dev) and
 <out>/adaptive_trace.png, prints the timeline summary, and a table of the three runs. Exits 1
 if any run fails or diverges from CPU.
@@ -89,9 +89,9 @@ def main():
               f"{r['compiles']:8d} {r['compile_ms'] / 1e3:9.1f} {100 * share:11.1f}% {r['worst_rel']:12.1e}")
     print("(first step: the device's first training step; steady: median of steps 5..N; total: the "
           "device steps only, CPU reference excluded; 'compile, warm': compile mode restarted on the "
-          "first compile run's disk cache; 'torch.compile': compile mode, the loss and the optimizer step "
-          "through torch.compile(backend=\"neuron\"), replayed without per-op recording after the first "
-          "call; 'compile, trn2': groups run as NeuronCore instruction "
+          "first compile run's disk cache; 'torch.compile': compile mode, the loss through "
+          "torch.compile(backend=\"neuron\"), its graphs replayed without per-op recording after the "
+          "first call; 'compile, trn2': groups run as NeuronCore instruction "
           "streams on the NeuronCore model, wall times are the model's, not a Trainium's)")
     dev = runs["compile, trn2"].get("device")
     if dev:
