@@ -83,17 +83,15 @@ void RegisterGraphReplayer(py::module& m) {
       }))
       .def("replay", [](trace::GraphReplayer& r, const py::sequence& inputs) -> py::object {
         std::optional<std::vector<c10::IValue>> in = ToIValues(inputs);
-        if (!in.has_value()) return py::none();
-        std::optional<std::vector<c10::IValue>> out = r.Replay(*in);
-        if (!out.has_value()) return py::none();
+        if (!in.has_value()) return py::bool_(false);
+        bool run_normally = false;
+        std::optional<std::vector<c10::IValue>> out = r.Replay(*in, &run_normally);
+        if (!out.has_value()) return py::bool_(!run_normally);
         py::list list(out->size());
         for (size_t i = 0; i < out->size(); ++i) list[i] = ToPython((*out)[i]);
         return list;
-      }, "The graph's outputs (a list) re-issued for these inputs, or None (no template: capture or run).")
-      .def("capture_refused", [](trace::GraphReplayer& r, const py::sequence& inputs) {
-        std::optional<std::vector<c10::IValue>> in = ToIValues(inputs);
-        return !in.has_value() || r.CaptureRefused(*in);
-      })
+      }, "The graph's outputs (a list) re-issued for these inputs; else True (no template yet: capture "
+         "this call) or False (run it normally: its capture was refused, or the inputs cannot be replayed).")
       .def("begin_capture", [](trace::GraphReplayer& r, const py::sequence& inputs) {
         std::optional<std::vector<c10::IValue>> in = ToIValues(inputs);
         if (in.has_value()) r.BeginCapture(*in);

@@ -30,16 +30,15 @@ class _Replayed:
         from torch_trn import _C
         self._forward = forward
         self._replayer = _C.GraphReplayer()
-        self._as_tuple = None  # the captured graph returned a tuple (else a list)
+        self._as_tuple = False  # the captured graph returned a tuple (else a list)
         self._off = False      # outputs that cannot be replayed: run every call
 
     def __call__(self, *args):
         replayer = self._replayer
-        if self._as_tuple is not None:
-            out = replayer.replay(args)
-            if out is not None:
-                return tuple(out) if self._as_tuple else out
-        if self._off or replayer.capture_refused(args):
+        out = False if self._off else replayer.replay(args)
+        if isinstance(out, list):
+            return tuple(out) if self._as_tuple else out
+        if not out:  # refused before, or not replayable
             return self._forward(*args)
         replayer.begin_capture(args)
         try:

@@ -382,24 +382,22 @@ std::vector<c10::IValue> Run(const GraphTemplate& t, const std::vector<c10::IVal
 GraphReplayer::GraphReplayer() = default;
 GraphReplayer::~GraphReplayer() = default;
 
-std::optional<std::vector<c10::IValue>> GraphReplayer::Replay(const std::vector<c10::IValue>& inputs) {
+std::optional<std::vector<c10::IValue>> GraphReplayer::Replay(const std::vector<c10::IValue>& inputs,
+                                                              bool* run_normally) {
   thread_local std::string sig;
-  if (!Signature(inputs, &sig)) return std::nullopt;
+  *run_normally = !Signature(inputs, &sig);
+  if (*run_normally) return std::nullopt;
   std::shared_ptr<const GraphTemplate> t;
   {
     absl::MutexLock lock(&mu_);
     auto it = templates_.find(sig);
-    if (it == templates_.end()) return std::nullopt;
+    if (it == templates_.end()) {
+      *run_normally = refused_.contains(sig);
+      return std::nullopt;
+    }
     t = it->second;
   }
   return Run(*t, inputs);
-}
-
-bool GraphReplayer::CaptureRefused(const std::vector<c10::IValue>& inputs) {
-  std::string sig;
-  if (!Signature(inputs, &sig)) return true;
-  absl::MutexLock lock(&mu_);
-  return refused_.contains(sig);
 }
 
 void GraphReplayer::BeginCapture(const std::vector<c10::IValue>& inputs) {

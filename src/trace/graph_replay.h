@@ -55,12 +55,10 @@ class GraphReplayer {
   GraphReplayer& operator=(const GraphReplayer&) = delete;
 
   // Replays the template captured for `inputs`' signature: the graph's outputs. nullopt when
-  // there is none (capture then, or run normally when CaptureRefused). Throws like the recorder
-  // (e.g. a launch-blocking error) at the edge.
-  std::optional<std::vector<c10::IValue>> Replay(const std::vector<c10::IValue>& inputs);
-  // Whether a capture of `inputs`' signature was refused before (or the signature itself
-  // cannot be replayed, e.g. a SymInt input): run the graph normally, do not capture.
-  bool CaptureRefused(const std::vector<c10::IValue>& inputs);
+  // there is none: then `*run_normally` says whether to run the graph without capturing it (its
+  // capture was refused before, or the signature cannot be replayed, e.g. a SymInt input) or to
+  // capture it. Throws like the recorder (e.g. a launch-blocking error) at the edge.
+  std::optional<std::vector<c10::IValue>> Replay(const std::vector<c10::IValue>& inputs, bool* run_normally);
   // Starts capturing this thread's records (at most one capture per thread).
   void BeginCapture(const std::vector<c10::IValue>& inputs);
   // Ends this thread's capture: the template for `inputs`' signature, built from what was
