@@ -68,7 +68,7 @@ void RecordOp(const c10::OperatorHandle& op, std::vector<c10::IValue> args, runt
   CaptureRefuse("a collective");
   runtime::OpRecord record(op, std::move(args));
   record.source = source;
-  ThrowIfError(state.stream.Record(std::move(record), begin));
+  AppendRecord(state, std::move(record), begin);
   // Queued on the executor now (compile/adaptive modes keep recorded ops pending until a flush):
   // a rank whose thread then blocks elsewhere (a CPU collective, a store wait) must not hold
   // back the collective its peers' executors are waiting in.

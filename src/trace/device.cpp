@@ -259,8 +259,7 @@ at::Tensor CopyFrom(const at::Tensor& self, const at::Tensor& dst, bool non_bloc
       c10::Dispatcher::singleton().findSchemaOrThrow("aten::copy_", "");
   runtime::OpRecord record(copy_op, {Snapshot(dst), PrivateArg(self), c10::IValue(false)});
   record.source = SourceForOp(state, {self, dst});
-  CaptureNoteRecord(record);
-  ThrowIfError(state.stream.Record(std::move(record), record_begin_us));
+  AppendRecord(state, std::move(record), record_begin_us);
   return dst;
 }
 

@@ -110,6 +110,11 @@ void ThrowIfError(const absl::Status& status) {
   throw c10::Error(loc, msg);
 }
 
+void AppendRecord(DeviceState& state, runtime::OpRecord record, double record_begin_us) {
+  CaptureNoteRecord(record);
+  ThrowIfError(state.stream.Record(std::move(record), record_begin_us));
+}
+
 void SyncOrThrow(const char* reason) {
   CaptureRefuse("a sync point (a host read, a host fallback or a copy to the host)");
   ThrowIfError(State().stream.Sync(reason));

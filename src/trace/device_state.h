@@ -58,6 +58,11 @@ runtime::SourceId CaptureSource();
 // inputs that require grad are remembered for that.
 runtime::SourceId SourceForOp(DeviceState& state, const std::vector<c10::IValue>& args);
 
+// Appends a recorded op to the device's stream, throwing its error at the edge (launch blocking).
+// Every op the recorder makes goes through here, so that a graph capture on this thread
+// (graph_replay.h) sees each one.
+void AppendRecord(DeviceState& state, runtime::OpRecord record, double record_begin_us);
+
 // Converts a non-OK status to the PyTorch exception class it carries (c10::IndexError,
 // c10::ValueError, ...) and throws it. The dispatcher/pybind edge only.
 void ThrowIfError(const absl::Status& status);

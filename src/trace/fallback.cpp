@@ -309,8 +309,7 @@ void RecordingFallback(const c10::OperatorHandle& orig_op, torch::jit::Stack* st
     runtime::OpRecord record(out_op != nullptr ? *out_op : op, std::move(private_args));
     record.outputs = std::move(fresh);
     record.source = SourceForOp(state, args);
-    CaptureNoteRecord(record);
-    ThrowIfError(state.stream.Record(std::move(record), record_begin_us));
+    AppendRecord(state, std::move(record), record_begin_us);
   } else {
     state.stats.CountView();
   }

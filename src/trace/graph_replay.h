@@ -75,7 +75,7 @@ class GraphReplayer {
 
 // Hooks the recorder calls on the recording thread; each is a thread-local check when no capture
 // is active.
-// An op was appended to the stream (a copy of its record, before it is moved into the stream).
+// An op is appended to the stream (trace::AppendRecord calls it, before the record moves on).
 void CaptureNoteRecord(const runtime::OpRecord& record);
 // The device allocator handed out `data` on this thread.
 void CaptureNoteAllocation(const void* data);
