@@ -363,7 +363,7 @@ std::vector<c10::IValue> Run(const GraphTemplate& t, const std::vector<c10::IVal
     record.outputs.reserve(r.outputs.size());
     for (const ValueT& o : r.outputs) record.outputs.push_back(Value(o, st, inputs));
     record.source = r.source;
-    ThrowIfError(state.stream.Record(std::move(record), runtime::profiler::NowUs()));
+    AppendRecord(state, std::move(record), runtime::profiler::NowUs());
     for (int32_t slot : t.release_after[i]) st[slot] = c10::Storage();
   }
   for (int k : t.written_inputs) inputs[k].toTensor().unsafeGetTensorImpl()->bump_version();
