@@ -204,8 +204,7 @@ void Executor::Loop() {
       }
       plan_front = static_cast<bool>(queue_.front().plan);
       if (!plan_front) {
-        unit.emplace(std::move(queue_.front()));
-        queue_.pop_front();
+        unit.emplace(queue_.pop_front());
         queued_units_.fetch_sub(1, std::memory_order_release);
         // running_ is set in the same critical section as the pop: Wait() must never see an
         // empty queue and nothing running while a unit is in hand.
@@ -262,9 +261,7 @@ bool Executor::PlanQueuedSegment() {
   for (ExecUnit& u : units) u.batch = batch;
   const int64_t added = static_cast<int64_t>(units.size()) - 1;
   absl::MutexLock lock(&mu_);
-  queue_.erase(queue_.begin() + static_cast<std::ptrdiff_t>(index));
-  queue_.insert(queue_.begin() + static_cast<std::ptrdiff_t>(index), std::make_move_iterator(units.begin()),
-                std::make_move_iterator(units.end()));
+  queue_.Replace(index, std::move(units));
   queued_units_.fetch_add(added, std::memory_order_release);
   unfinished_units_.fetch_add(added, std::memory_order_release);
   return true;
@@ -424,13 +421,13 @@ void Executor::ReleaseFinished(size_t at_least) {
   if (finished_units_.load(std::memory_order_acquire) < static_cast<int64_t>(std::max<size_t>(at_least, 1))) {
     return;  // (read without mu_: Submit calls this for every unit)
   }
-  std::deque<ExecUnit> released;
+  absl::MutexLock release_lock(&release_mu_);
   {
     absl::MutexLock lock(&mu_);
-    released.swap(retired_);
+    releasing_.swap(retired_);
     finished_units_.store(0, std::memory_order_release);
   }
-  released.clear();  // (here, not under mu_: destroying the records frees their tensors)
+  releasing_.clear();  // (here, not under mu_: destroying the records frees their tensors)
 }
 
 void Executor::WaitFinishedThrough(uint64_t batch) {
@@ -447,8 +444,7 @@ std::deque<ExecUnit> Executor::TakeRetired(uint64_t batch) {
   std::deque<ExecUnit> taken;
   absl::MutexLock lock(&mu_);
   while (!retired_.empty() && retired_.front().batch <= batch) {
-    taken.push_back(std::move(retired_.front()));
-    retired_.pop_front();
+    taken.push_back(retired_.pop_front());
   }
   return taken;
 }

@@ -34,6 +34,7 @@
 #include "runtime/op_record.h"
 #include "runtime/op_runner.h"
 #include "runtime/stats.h"
+#include "runtime/unit_ring.h"
 
 namespace trn::runtime {
 
@@ -180,7 +181,7 @@ class Executor {
   GroupBench group_bench_;
   std::unique_ptr<KernelPool> kernel_pool_;  // created before the executor thread starts
   mutable absl::Mutex mu_;
-  std::deque<ExecUnit> queue_ ABSL_GUARDED_BY(mu_);
+  UnitRing<ExecUnit> queue_ ABSL_GUARDED_BY(mu_);
   int64_t queued_ops_ ABSL_GUARDED_BY(mu_) = 0;
   // Mirrors of queue_.size() and of "queued or running" units, written under mu_ where those
   // change and read without it: the executor spins on the first for new work and Wait() on the
@@ -191,7 +192,11 @@ class Executor {
   std::atomic<int64_t> finished_units_{0};  // retired_.size() without retain_finished
   std::optional<ExecutedOp> running_ ABSL_GUARDED_BY(mu_);
   uint64_t running_batch_ ABSL_GUARDED_BY(mu_) = 0;
-  std::deque<ExecUnit> retired_ ABSL_GUARDED_BY(mu_);  // finished, not yet released
+  UnitRing<ExecUnit> retired_ ABSL_GUARDED_BY(mu_);  // finished, not yet released
+  // ReleaseFinished swaps retired_ with this one and destroys its units outside mu_, keeping both
+  // rings' slots allocated. Both the recording thread and the executor release.
+  absl::Mutex release_mu_ ABSL_ACQUIRED_BEFORE(mu_);
+  UnitRing<ExecUnit> releasing_ ABSL_GUARDED_BY(release_mu_);
   std::deque<ExecutedOp> last_ops_ ABSL_GUARDED_BY(mu_);
   absl::Status first_error_ ABSL_GUARDED_BY(mu_);
   std::vector<c10::Warning> warnings_ ABSL_GUARDED_BY(mu_);
