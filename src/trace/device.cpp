@@ -22,6 +22,7 @@
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/synchronization/mutex.h"
+#include "runtime/threads.h"
 #include "runtime/host_view.h"
 #include "runtime/block_cache.h"
 #include "runtime/knobs.h"
@@ -233,6 +234,7 @@ at::Tensor CopyFrom(const at::Tensor& self, const at::Tensor& dst, bool non_bloc
   if (src_dev && !dst_dev) {  // device -> host: a sync point
     SyncOrThrow("to_host");
     ThrowIfPoisoned(self);
+    runtime::ScopedSerialKernels serial;  // (no OpenMP worker left spinning: threads.h)
     dst.copy_(runtime::HostAlias(self), non_blocking);
     return dst;
   }
@@ -242,6 +244,7 @@ at::Tensor CopyFrom(const at::Tensor& self, const at::Tensor& dst, bool non_bloc
     CaptureRefuse("a host to device copy (it runs when recorded)");
     state.stats.CountRecorded();
     state.stats.CountExecuted();
+    runtime::ScopedSerialKernels serial;  // (no OpenMP worker left spinning: threads.h)
     runtime::HostAlias(dst).copy_(self);
     if (dst.numel() * dst.itemsize() == dst.storage().nbytes()) {
       runtime::ClearPoison(dst.storage().unsafeGetStorageImpl());  // all of it is good data now
