@@ -46,25 +46,50 @@ CompileRequest Request(const std::string& key) {
   return r;
 }
 
+trn::scheduler::CompilerOptions DistributedOptions() {
+  trn::scheduler::CompilerOptions options;
+  options.distributed = true;
+  options.remote.secret = trn::testing::kTestSecret;
+  return options;
+}
+
+trn::scheduler::CompilePoolOptions PoolOptions() {
+  trn::scheduler::CompilePoolOptions options;
+  options.tiering = false;
+  options.poll_ms = 5;
+  options.nice = 0;
+  return options;
+}
+
+// Makes `store` the remote store while in scope.
+struct StoreProviderGuard {
+  explicit StoreProviderGuard(std::shared_ptr<HeldLeaseStore> store) {
+    cache::SetRemoteStoreProvider([store] { return store; });
+  }
+  ~StoreProviderGuard() { cache::SetRemoteStoreProvider(nullptr); }
+};
+
+// A compile pool whose compiler shares its builds through `store`, which it has found (as a
+// flush finds it before queueing builds). Members go in reverse order: the store last.
+struct PoolOnStore {
+  explicit PoolOnStore(std::shared_ptr<HeldLeaseStore> store)
+      : provider(std::move(store)), compiler(DistributedOptions(), &stats, &cache_stats),
+        pool((compiler.RefreshRemote(), PoolOptions()), &compiler) {}
+  StoreProviderGuard provider;
+  trn::runtime::Stats stats;
+  cache::CacheStats cache_stats;
+  trn::scheduler::GroupCompiler compiler;
+  CompilePool pool;
+};
+
 }  // namespace
 
 TEST_CASE("a build waiting on another rank's lease when the pool shuts down fails its slot", "[compile_pool]") {
   auto store = std::make_shared<HeldLeaseStore>();
-  cache::SetRemoteStoreProvider([store] { return store; });
-  trn::scheduler::CompilerOptions options;
-  options.distributed = true;
-  options.remote.secret = trn::testing::kTestSecret;
-  trn::runtime::Stats stats;
-  cache::CacheStats cache_stats;
   {
-    trn::scheduler::GroupCompiler compiler(options, &stats, &cache_stats);
-    compiler.RefreshRemote();  // finds the store (as a flush does before queueing builds)
-    REQUIRE(compiler.remote()->known_store() != nullptr);
-    trn::scheduler::CompilePoolOptions pool_options;
-    pool_options.tiering = false;
-    pool_options.poll_ms = 5;
-    pool_options.nice = 0;
-    CompilePool pool(pool_options, &compiler);
+    PoolOnStore setup(store);
+    CompilePool& pool = setup.pool;
+    REQUIRE(setup.compiler.remote()->known_store() != nullptr);
     auto slot = std::make_shared<trn::runtime::CodeSlot>();
     REQUIRE(pool.Submit(Request("held"), slot));
     REQUIRE(store->entered_.WaitForNotificationWithTimeout(absl::Seconds(30)));
@@ -87,28 +112,17 @@ TEST_CASE("a build waiting on another rank's lease when the pool shuts down fail
     CHECK(std::string(slot->failure().message()).find("lease") != std::string::npos);
     CHECK(slot->AwaitFor(absl::ZeroDuration()));
     if (accepted > 0) CHECK(absl::IsCancelled(queued->failure()));
-    CHECK(cache_stats.Snapshot().lease_waits == 1);
+    CHECK(setup.cache_stats.Snapshot().lease_waits == 1);
   }
-  cache::SetRemoteStoreProvider(nullptr);
 }
 
 TEST_CASE("jobs parked on a lease when the pool shuts down fail their slots", "[compile_pool]") {
   auto store = std::make_shared<HeldLeaseStore>();
   store->release_.Notify();  // never blocks: every build parks
-  cache::SetRemoteStoreProvider([store] { return store; });
-  trn::scheduler::CompilerOptions options;
-  options.distributed = true;
-  options.remote.secret = trn::testing::kTestSecret;
-  trn::runtime::Stats stats;
-  cache::CacheStats cache_stats;
   {
-    trn::scheduler::GroupCompiler compiler(options, &stats, &cache_stats);
-    compiler.RefreshRemote();
-    trn::scheduler::CompilePoolOptions pool_options;
-    pool_options.tiering = false;
-    pool_options.poll_ms = 5;
-    pool_options.nice = 0;
-    CompilePool pool(pool_options, &compiler);
+    PoolOnStore setup(store);
+    CompilePool& pool = setup.pool;
+    cache::CacheStats& cache_stats = setup.cache_stats;
     auto a = std::make_shared<trn::runtime::CodeSlot>();
     auto b = std::make_shared<trn::runtime::CodeSlot>();
     REQUIRE(pool.Submit(Request("a"), a));
@@ -125,7 +139,6 @@ TEST_CASE("jobs parked on a lease when the pool shuts down fail their slots", "[
       CHECK(std::string(slot->failure().message()).find("lease") != std::string::npos);
     }
   }
-  cache::SetRemoteStoreProvider(nullptr);
 }
 
 TEST_CASE("the compile history keeps the most recent builds only, counting what it dropped", "[compile_pool][bounded]") {
