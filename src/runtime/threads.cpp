@@ -2,15 +2,21 @@
 
 #include <dlfcn.h>
 
+#include <ATen/Parallel.h>
+
 namespace trn::runtime {
 
 int OpenMpThreads() {
+  (void)at::get_num_threads();  // (ATen's first-call setting, as in SetOpenMpThreads)
   using GetFn = int (*)();
   static const auto get = reinterpret_cast<GetFn>(dlsym(RTLD_DEFAULT, "omp_get_max_threads"));
   return get != nullptr ? get() : 1;
 }
 
 void SetOpenMpThreads(int n) {
+  // ATen sets a thread's team size on its first parallel call, to what torch.set_num_threads()
+  // last asked for: that first happens here, so it cannot undo this setting later.
+  (void)at::get_num_threads();
   using SetFn = void (*)(int);
   static const auto set = reinterpret_cast<SetFn>(dlsym(RTLD_DEFAULT, "omp_set_num_threads"));
   if (set != nullptr && n > 0) set(n);

@@ -8,7 +8,10 @@
 //
 // OpenMpThreads / SetOpenMpThreads act on the calling thread (OpenMP's "nthreads" setting is per
 // thread), through libtorch's own libgomp resolved from the process rather than linked, so no
-// second OpenMP runtime gets loaded. MKL with the GNU threading layer follows the setting.
+// second OpenMP runtime gets loaded. MKL with the GNU threading layer follows the setting. Both
+// first let ATen initialise the thread's setting (it does so on a thread's first parallel call,
+// to what torch.set_num_threads() last asked for): done later, that silently gave the executor
+// the user's team size back whenever the script had called torch.set_num_threads().
 //
 // Thread-safety: every function may be called from any thread.
 #pragma once

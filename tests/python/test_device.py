@@ -246,3 +246,29 @@ def test_large_matrix_products_split_over_the_kernel_pool_match_cpu():
         want = f(host)
         assert got.shape == want.shape, name
         assert torch.allclose(got, want, rtol=1e-4, atol=1e-4), name
+
+
+@pytest.mark.parametrize("mode", ["eager", "compile"])
+def test_copies_to_and_from_the_device_start_no_openmp_workers(mode):
+    # The recording thread makes these copies itself; with its OpenMP team they woke a worker that
+    # then spun on the executor's core (docs/adaptive.md, "Threads on a small machine"). They run
+    # on that thread alone, the values are right, and the caller's team size is unchanged.
+    from helpers import last_json, run_python
+    proc = run_python("""
+        import json, os, torch, torch_trn
+        torch.set_num_threads(2)
+        def threads(): return len(os.listdir("/proc/self/task"))
+        dev = torch_trn.device()
+        xs = [torch.randn(1 << 20) for _ in range(3)]  # (randn runs serially: no team yet)
+        torch_trn.sync()
+        before = threads()
+        outs = [(x.to(dev) * 2).cpu() for x in xs]
+        torch_trn.sync()
+        after = threads()
+        print(json.dumps({"before": before, "after": after, "team": torch.get_num_threads(),
+                          "equal": all(torch.equal(o, x * 2) for x, o in zip(xs, outs))}))
+    """, env={"NEURON_MODE": mode})
+    out = last_json(proc)
+    assert out["equal"]
+    assert out["team"] == 2
+    assert out["after"] == out["before"], "a copy started threads (an OpenMP team on the recording thread)"
