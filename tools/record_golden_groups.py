@@ -55,7 +55,7 @@ def record(name, make, fn):
         result = fn(*inputs)
         torch_trn.sync()
         held = list(_tensors(inputs)) + list(_tensors(result))
-        held += [x.grad for x in _tensors(inputs) if x.grad is not None]
+        held += [x.grad for x in _tensors(inputs) if x.is_leaf and x.grad is not None]
         live = sorted({t.storage_id(x) for x in held} - {-1})
     ops = [{k: v for k, v in op.items() if k != "source"} for op in t.ops]
     return {"name": name, "ops": ops, "live": live}
@@ -145,20 +145,28 @@ def losses():
 
 
 def backward():
-    def mlp_backward(x, w, y):
-        loss = F.mse_loss(torch.relu(x @ w), y)
+    # The forward runs before the trace (in the stream, autograd's thread starts a new group
+    # anyway): the traced ops are the backward pass alone.
+    def mlp():
+        x, w, y = dev(4, 8), dev(8, 6, grad=True), dev(4, 6)
+        return F.mse_loss(torch.relu(x @ w), y), w
+
+    def gelu_softmax():
+        x = dev(3, 7, grad=True)
+        return F.gelu(x).softmax(-1).sum(), x
+
+    def ce():
+        x = dev(5, 4, grad=True)
+        return F.cross_entropy(x, torch.tensor([0, 3, 1, 1, 2]).to(DEV)), x
+
+    def run_backward(loss, leaf):
         loss.backward()
-
-    def gelu_softmax_backward(x):
-        F.gelu(x).softmax(-1).sum().backward()
-
-    def ce_backward(x, y):
-        F.cross_entropy(x, y).backward()
+        return leaf.grad
 
     return [
-        record("mlp_relu_mse", lambda: (dev(4, 8), dev(8, 6, grad=True), dev(4, 6)), mlp_backward),
-        record("gelu_softmax", lambda: (dev(3, 7, grad=True),), gelu_softmax_backward),
-        record("cross_entropy", lambda: (dev(5, 4, grad=True), torch.tensor([0, 3, 1, 1, 2]).to(DEV)), ce_backward),
+        record("mlp_relu_mse", mlp, run_backward),
+        record("gelu_softmax", gelu_softmax, run_backward),
+        record("cross_entropy", ce, run_backward),
     ]
 
 
