@@ -142,6 +142,7 @@ py::dict Stats() {
     py::dict fallbacks;
     for (const auto& [reason, count] : state.stream.compiler().trn_fallbacks()) fallbacks[py::str(reason)] = count;
     dev["host_group_reasons"] = fallbacks;
+    dev["trn_internal_failures"] = state.stream.compiler().trn_internal_failures();
     py::dict by_name;
     for (const auto& [name, count] : d.ops_by_name) by_name[py::str(name)] = count;
     dev["ops_by_name"] = by_name;

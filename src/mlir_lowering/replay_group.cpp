@@ -348,11 +348,13 @@ class Replayer {
   void Trn(const std::string& text, const std::string& func) {
     const absl::StatusOr<runtime::Knobs>& knobs = runtime::GetKnobs();
     const std::string target = !knobs.ok() || knobs->target == "host" ? "trn2" : knobs->target;
-    absl::StatusOr<std::string> stream = CompileToTrnStream(text, func, target);
-    if (stream.ok()) {
-      std::printf("// trn: instruction stream of %zu bytes\n", stream->size());
+    absl::StatusOr<TrnCompiled> trn = CompileToTrnStream(text, func, target);
+    if (!trn.ok()) {
+      std::printf("// trn: INTERNAL ERROR %s\n", std::string(trn.status().ToString()).c_str());
+    } else if (trn->refusal.has_value()) {
+      std::printf("// trn: refused %s: %s\n", trn->refusal->op.c_str(), trn->refusal->reason.c_str());
     } else {
-      std::printf("// trn: %s\n", std::string(stream.status().ToString()).c_str());
+      std::printf("// trn: instruction stream of %zu bytes\n", trn->stream.size());
     }
   }
 

@@ -57,16 +57,12 @@ std::string LibraryHash() {
 
 }  // namespace
 
-void GroupCompiler::NoteTrnFallback(const CompileRequest& request, const absl::Status& why) {
-  // The first line of MLIR's diagnostic names the op ("'math.sin' op has no trn lowering").
-  std::string reason(why.message());
-  if (size_t e = reason.find("error: "); e != std::string::npos) reason = reason.substr(e + 7);
-  if (size_t nl = reason.find('\n'); nl != std::string::npos) reason.resize(nl);
+void GroupCompiler::NoteTrnFallback(const CompileRequest& request, const trn::ir::Refusal& refusal) {
+  const std::string reason = refusal.Message();  // "'math.sin' op has no trn lowering"
   bool first = false;
   {
     absl::MutexLock lock(&mu_);
-    ++trn_fallbacks_[reason];
-    first = trn_fallbacks_[reason] == 1;
+    first = ++trn_fallbacks_[reason] == 1;
   }
   if (first) {
     runtime::Log(runtime::LogLevel::kInfo,
@@ -75,6 +71,11 @@ void GroupCompiler::NoteTrnFallback(const CompileRequest& request, const absl::S
                                                                                         : request.lines.front()),
                               ") runs as host code on ", options_.target, ": ", reason));
   }
+}
+
+int64_t GroupCompiler::trn_internal_failures() const {
+  absl::MutexLock lock(&mu_);
+  return trn_internal_failures_;
 }
 
 std::map<std::string, int64_t> GroupCompiler::trn_fallbacks() const {
@@ -358,13 +359,24 @@ absl::StatusOr<GroupCompiler::Built> GroupCompiler::Compile(const CompileRequest
       return absl::ResourceExhaustedError("more buffers than a compiled entry point takes");
     }
     if (options_.target != "host") {
-      // The NeuronCore first; a group it cannot lower (an op or dtype it has no instruction
-      // for) runs as host code, its transfers charged by the model (runtime/device_model.h).
-      absl::StatusOr<std::string> stream = mlir_lowering::CompileToTrnStream(*mlir, request.func, options_.target);
-      if (stream.ok()) {
+      // The NeuronCore first; a group it refuses (an op or dtype it has no instruction for)
+      // runs as host code, its transfers charged by the model (runtime/device_model.h). A
+      // failure that is not a refusal is an internal error: the build fails (never host code).
+      mlir_lowering::TrnCompileOptions trn_options;
+      trn_options.inject_internal_failure = options_.test_fault == "trn_internal";
+      absl::StatusOr<mlir_lowering::TrnCompiled> trn =
+          mlir_lowering::CompileToTrnStream(*mlir, request.func, options_.target, trn_options);
+      if (!trn.ok()) {
+        {
+          absl::MutexLock lock(&mu_);
+          ++trn_internal_failures_;
+        }
+        return trn.status();
+      }
+      if (!trn->refusal.has_value()) {
         Artifact artifact;
         artifact.key_material = request.key_material;
-        artifact.object = std::move(*stream);
+        artifact.object = std::move(trn->stream);
         artifact.entry_symbol = absl::StrCat(kTrnEntryPrefix, options_.target);
         artifact.levels = levels;
         artifact.tier = tier;
@@ -375,8 +387,7 @@ absl::StatusOr<GroupCompiler::Built> GroupCompiler::Compile(const CompileRequest
         std::string bytes = remote_ != nullptr ? runtime::cache::Encode(artifact, identity_) : "";
         return Built{*code, std::move(artifact), std::move(bytes)};
       }
-      if (stream.status().code() != absl::StatusCode::kUnimplemented) return stream.status();
-      NoteTrnFallback(request, stream.status());
+      NoteTrnFallback(request, *trn->refusal);
     }
     absl::StatusOr<mlir_lowering::ObjectCode> object =
         mlir_lowering::CompileToObject(*mlir, request.func, opt_level, nullptr, cg,
