@@ -8,6 +8,7 @@
 #include <mutex>
 #include <new>
 #include <sstream>
+#include <string_view>
 #include <thread>
 
 #include "absl/container/flat_hash_set.h"
@@ -17,7 +18,6 @@
 #include "mlir_lowering/host_jit.h"
 #include "mlir_lowering/parallel_passes.h"
 #include "mlir_lowering/trn_compile.h"
-#include "runtime/neuroncore/instruction_stream.h"
 #include "runtime/kernel_pool.h"
 #include "runtime/log.h"
 #include "runtime/profiler.h"
@@ -40,6 +40,23 @@ void RegisterExternsOnce() {
                                                reinterpret_cast<void*>(&runtime::RunSplitLoop));
   });
 }
+
+// Host object code, linked by the compiler's ORC loader (mlir_lowering::LoadObject: checks the
+// object first); every entry symbol that is not another loader's.
+class HostObjectLoader final : public runtime::CodeLoader {
+ public:
+  bool Accepts(std::string_view entry_symbol) const override {
+    return entry_symbol.rfind(runtime::kNeuronCoreEntryPrefix, 0) != 0;
+  }
+  absl::StatusOr<std::shared_ptr<const runtime::CompiledCode>> Load(const Artifact& artifact, int tier) const override {
+    mlir_lowering::ObjectCode object{artifact.object, artifact.entry_symbol, artifact.levels.opt};
+    absl::StatusOr<std::unique_ptr<mlir_lowering::LoadedObject>> loaded = mlir_lowering::LoadObject(object);
+    if (!loaded.ok()) return loaded.status();
+    void* entry = (*loaded)->entry();
+    return runtime::MakeHostCode(entry, std::shared_ptr<const mlir_lowering::LoadedObject>(std::move(*loaded)),
+                                 runtime::InfoOf(artifact, tier));
+  }
+};
 
 // XXH3-64 of the shared library holding this code: any rebuild of torch-trn (even of an
 // uncommitted change) gets a new compiler version, so stale entries are never loaded.
@@ -126,6 +143,8 @@ GroupCompiler::GroupCompiler(CompilerOptions options, runtime::Stats* stats, run
                                                                             options_.target)},
       cache_(options_.memory, cache_stats) {
   RegisterExternsOnce();
+  loaders_.push_back(runtime::MakeNeuronCoreLoader());
+  loaders_.push_back(std::make_unique<HostObjectLoader>());
   if (!options_.disk.dir.empty()) {
     disk_ = std::make_unique<runtime::cache::DiskCache>(options_.disk, identity_, cache_stats_);
   }
@@ -145,36 +164,7 @@ std::string GroupCompiler::RemoteName(const CompileRequest& request, const Level
 }
 
 absl::StatusOr<runtime::CodeSlot::Code> GroupCompiler::Link(const Artifact& artifact, int tier) {
-  if (artifact.num_inputs < 0 || artifact.num_outputs < 0 ||
-      1 + artifact.num_inputs + artifact.num_outputs > runtime::kMaxCompiledArgs) {
-    return absl::DataLossError("entry point arity out of range");
-  }
-  if (absl::StartsWith(artifact.entry_symbol, kTrnEntryPrefix)) {  // a NeuronCore instruction stream
-    absl::StatusOr<runtime::neuroncore::InstructionStream> stream = runtime::neuroncore::Decode(artifact.object);
-    if (!stream.ok()) return stream.status();
-    auto code = std::make_shared<runtime::CompiledCode>();
-    code->stream = std::make_shared<const runtime::neuroncore::InstructionStream>(std::move(*stream));
-    code->num_inputs = artifact.num_inputs;
-    code->num_outputs = artifact.num_outputs;
-    code->opt_level = artifact.levels.opt;
-    code->tier = tier;
-    code->bytes = static_cast<int64_t>(artifact.object.size());
-    return runtime::CodeSlot::Code(std::move(code));
-  }
-  mlir_lowering::ObjectCode object{artifact.object, artifact.entry_symbol, artifact.levels.opt};
-  absl::StatusOr<std::unique_ptr<mlir_lowering::LoadedObject>> loaded = mlir_lowering::LoadObject(object);
-  if (!loaded.ok()) {
-    return loaded.status();
-  }
-  auto code = std::make_shared<runtime::CompiledCode>();
-  code->entry = (*loaded)->entry();
-  code->keep_alive = std::shared_ptr<const mlir_lowering::LoadedObject>(std::move(*loaded));
-  code->num_inputs = artifact.num_inputs;
-  code->num_outputs = artifact.num_outputs;
-  code->opt_level = artifact.levels.opt;
-  code->tier = tier;
-  code->bytes = static_cast<int64_t>(artifact.object.size());
-  return runtime::CodeSlot::Code(std::move(code));
+  return runtime::LoadArtifact(loaders_, artifact, tier);
 }
 
 std::optional<runtime::CodeSlot::Code> GroupCompiler::FromDisk(const CompileRequest& request, const Levels& levels,

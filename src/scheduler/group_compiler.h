@@ -27,6 +27,7 @@
 #include "runtime/cache/entry_format.h"
 #include "runtime/cache/remote_tier.h"
 #include "runtime/code_cache.h"
+#include "runtime/code_loader.h"
 #include "runtime/compiled_run.h"
 #include "runtime/stats.h"
 #include "scheduler/group_key.h"
@@ -155,6 +156,8 @@ class GroupCompiler {
   runtime::CodeCache cache_;
   std::unique_ptr<runtime::cache::DiskCache> disk_;
   std::unique_ptr<runtime::cache::RemoteTier> remote_;
+  // One per code format: the NeuronCore's streams, host objects (through the compiler's loader).
+  std::vector<std::unique_ptr<runtime::CodeLoader>> loaders_;
   mutable absl::Mutex mu_;
   // Appends to a history, dropping the oldest beyond history_limit (counted).
   template <typename T>
@@ -168,7 +171,7 @@ class GroupCompiler {
 };
 
 // Entry symbol of a cached NeuronCore instruction stream: this prefix and the target.
-inline constexpr char kTrnEntryPrefix[] = "trn-stream:";
+inline constexpr const char* kTrnEntryPrefix = runtime::kNeuronCoreEntryPrefix;
 
 // "torch-trn <git revision> build <hash of this library>; MLIR/LLVM <version>": entries built
 // by any other build of torch-trn are never loaded.
