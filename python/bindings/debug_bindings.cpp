@@ -2,6 +2,8 @@
 // table, op traces and profiles (torch_trn/debug.py wraps them).
 #include <string>
 
+#include <torch/csrc/autograd/python_variable.h>
+
 #include "python/bindings/bindings.h"
 #include "python/bindings/edge.h"
 #include "runtime/device_model.h"
@@ -140,6 +142,7 @@ py::dict Stats() {
     py::dict fallbacks;
     for (const auto& [reason, count] : state.stream.compiler().trn_fallbacks()) fallbacks[py::str(reason)] = count;
     dev["host_group_reasons"] = fallbacks;
+    dev["trn_internal_failures"] = state.stream.compiler().trn_internal_failures();
     py::dict by_name;
     for (const auto& [name, count] : d.ops_by_name) by_name[py::str(name)] = count;
     dev["ops_by_name"] = by_name;
@@ -211,11 +214,15 @@ void RegisterDebugBindings(py::module& m) {
   m.def("source_count", [] { return runtime::GlobalSourceTable().size(); });
   m.def("cpp_meta_ops", &trace::CppMetaOps,
         "Operators whose output geometry comes from PyTorch's C++ Meta functions (no Python).");
-  m.def("optrace_start", [] {
-    absl::Status status = runtime::optrace::Start();
+  m.def("optrace_start", [](bool geometry) {
+    absl::Status status = runtime::optrace::Start(geometry);
     if (!status.ok()) Raise(status);
-  });
+  }, py::arg("geometry") = false);
   m.def("optrace_stop", [] { return runtime::optrace::Stop(); });
+  m.def("optrace_storage_id", [](const py::object& t) -> int64_t {
+          return THPVariable_Check(t.ptr()) ? runtime::optrace::StorageId(THPVariable_Unpack(t.ptr())) : -1;
+        },
+        "The storage id of a device tensor in the active geometry trace, or -1.");
   m.def("profile_start", [] {
     trace::DeviceState& state = StateOrRaise();
     absl::Status status = runtime::profiler::Start(std::string(runtime::ModeName(state.knobs.mode)));

@@ -94,14 +94,24 @@ class trace_ops:
 
     Tensors are summarised by shape and dtype, other arguments by value, in stream order. The
     block ends with a sync (the backward ops are recorded by the autograd thread).
+
+    geometry=True: each tensor's summary also has "strides", "offset", "device", and a device
+    tensor's "storage" (an id per storage, from 0 in order of appearance) and "storage_bytes"
+    (a host scalar its "value"): what `torch-trn-replay-group` needs to replay the ops through
+    the lowering (tools/record_golden_groups.py). Inside the block, storage_id(t) is the id of
+    t's storage (-1 if no traced op touched it).
     """
 
-    def __init__(self):
+    def __init__(self, geometry=False):
         self.ops = []
+        self._geometry = geometry
 
     def __enter__(self):
-        _native().optrace_start()
+        _native().optrace_start(self._geometry)
         return self
+
+    def storage_id(self, tensor):
+        return _native().optrace_storage_id(tensor)
 
     def __exit__(self, exc_type, exc, tb):
         try:

@@ -8,6 +8,7 @@
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Parser/Parser.h"
+#include "mlir/Pass/Pass.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir_lowering/host_pipeline.h"
 #include "mlir_lowering/trn/TrnDialect.h"
@@ -15,9 +16,23 @@
 #include "mlir_lowering/trn/TrnPasses.h"
 
 namespace trn::mlir_lowering {
+namespace {
 
-absl::StatusOr<std::string> CompileToTrnStream(std::string_view mlir_text, std::string_view func_name,
-                                               const std::string& target) {
+// TrnCompileOptions::inject_internal_failure: fails the pipeline as a buggy pass would (an error
+// diagnostic, no refusal).
+struct InjectedFailurePass : mlir::PassWrapper<InjectedFailurePass, mlir::OperationPass<mlir::ModuleOp>> {
+  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(InjectedFailurePass)
+  llvm::StringRef getArgument() const override { return "trn-test-injected-failure"; }
+  void runOnOperation() override {
+    getOperation().emitError("injected internal failure of the trn pipeline (NEURON_TEST_COMPILE_FAULT=trn_internal)");
+    signalPassFailure();
+  }
+};
+
+}  // namespace
+
+absl::StatusOr<TrnCompiled> CompileToTrnStream(std::string_view mlir_text, std::string_view func_name,
+                                               const std::string& target, const TrnCompileOptions& options) {
   mlir::DialectRegistry registry = GroupDialectRegistry();
   registry.insert<trn::ir::TrnDialect>();
   mlir::MLIRContext context(registry, mlir::MLIRContext::Threading::DISABLED);
@@ -32,21 +47,28 @@ absl::StatusOr<std::string> CompileToTrnStream(std::string_view mlir_text, std::
   mlir::OwningOpRef<mlir::ModuleOp> module =
       mlir::parseSourceFile<mlir::ModuleOp>(source_mgr, mlir::ParserConfig(&context));
   if (!module) {
-    return absl::InvalidArgumentError(absl::StrCat("parsing the MLIR module for @", name, ":\n", diag_stream.str()));
+    return absl::InternalError(absl::StrCat("trn: parsing the MLIR module for @", name, ":\n", diag_stream.str()));
   }
   auto func = module->lookupSymbol<mlir::func::FuncOp>(name);
   if (!func || func.isExternal()) {
-    return absl::NotFoundError(absl::StrCat("the module has no func.func @", name, " with a body"));
+    return absl::InternalError(absl::StrCat("trn: the module has no func.func @", name, " with a body"));
   }
   mlir::PassManager pm(&context);
   buildGroupFront(pm, /*extern_calls=*/false);
   trn::ir::buildTrnPipeline(pm, target);
+  if (options.inject_internal_failure) pm.addPass(std::make_unique<InjectedFailurePass>());
+  trn::ir::RefusalScope refusals;  // the pipeline runs on this thread (threading disabled)
   if (mlir::failed(pm.run(*module))) {
-    return absl::UnimplementedError(absl::StrCat("no trn lowering: ", diag_stream.str()));
+    if (!refusals.refusals().empty()) return TrnCompiled{"", refusals.refusals().front()};
+    return absl::InternalError(absl::StrCat("trn pipeline failed without refusing an op (an internal error):\n",
+                                            diag_stream.str()));
   }
   absl::StatusOr<runtime::neuroncore::InstructionStream> stream = trn::ir::EmitInstructionStream(*module, target);
-  if (!stream.ok()) return stream.status();
-  return runtime::neuroncore::Encode(*stream);
+  if (!stream.ok()) {
+    // The pipeline accepted the module, so the emitter must encode it: anything else is a bug.
+    return absl::InternalError(absl::StrCat("trn emitter: ", stream.status().ToString()));
+  }
+  return TrnCompiled{runtime::neuroncore::Encode(*stream), std::nullopt};
 }
 
 }  // namespace trn::mlir_lowering

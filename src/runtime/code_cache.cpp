@@ -44,7 +44,7 @@ bool CodeSlot::AwaitFor(absl::Duration timeout) const {
 
 int64_t CodeSlot::bytes() const {
   absl::MutexLock lock(&mu_);
-  return code_ == nullptr ? 0 : code_->bytes;
+  return code_ == nullptr ? 0 : code_->info().bytes;
 }
 
 bool CodeSlot::settled() const {

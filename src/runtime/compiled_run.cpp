@@ -158,7 +158,8 @@ constexpr std::array<Caller, sizeof...(N)> MakeCallers(std::index_sequence<N...>
 // scalars (f64 on the host) are passed as f32, the NeuronCore having no f64; staged outputs go
 // through a scratch buffer, as on the host; the checks' counts (int64 results after the
 // outputs) are read after the run, as on the host.
-static absl::Status RunOnDevice(const CompiledUnit& unit, const std::vector<OpRecord>& ops, int64_t* failed_op) {
+static absl::Status RunOnDevice(const neuroncore::InstructionStream& stream, const CompiledUnit& unit,
+                                const std::vector<OpRecord>& ops, int64_t* failed_op) {
   DeviceModel* device = DeviceModel::Get();
   if (device == nullptr) return absl::InternalError("a trn group, but NEURON_TARGET is host");
   try {
@@ -183,7 +184,7 @@ static absl::Status RunOnDevice(const CompiledUnit& unit, const std::vector<OpRe
     }
     std::vector<int64_t> counts(unit.num_checks(), 0);
     for (int64_t& count : counts) bindings.push_back({&count, static_cast<int64_t>(sizeof(int64_t))});
-    absl::Status status = device->Run(*unit.code->stream, bindings, ops);
+    absl::Status status = device->Run(stream, bindings, ops);
     if (!status.ok()) {
       // Blame the recorded op whose instruction failed, not the group's first op.
       if (std::optional<uint32_t> op = neuroncore::FailedSourceOp(status); op.has_value() && *op < ops.size()) {
@@ -231,19 +232,11 @@ void* ExternEntry(int tensors) {
   return table[tensors - 1];
 }
 
-absl::Status RunCompiledUnit(const CompiledUnit& unit, const std::vector<OpRecord>& ops, int64_t* failed_op) {
+// Host native code: the entry point called with one descriptor per buffer.
+static absl::Status RunOnHost(void* entry, const CompiledUnit& unit, const std::vector<OpRecord>& ops,
+                              int64_t* failed_op) {
   static constexpr auto kCallers = MakeCallers(std::make_index_sequence<kMaxCompiledArgs + 1>{});
-  const CompiledCode& code = *unit.code;
   const size_t nargs = 1 + unit.num_in_buffers() + unit.outputs.size() + unit.num_checks();
-  if (static_cast<int>(unit.num_in_buffers()) != code.num_inputs ||
-      static_cast<int>(unit.outputs.size() + unit.num_checks()) != code.num_outputs || nargs > kMaxCompiledArgs + 0u) {
-    return absl::InternalError(absl::StrCat("compiled group called with ", unit.num_in_buffers(), " inputs and ",
-                                            unit.outputs.size() + unit.num_checks(), " outputs; it takes ",
-                                            code.num_inputs, " and ", code.num_outputs));
-  }
-  if (code.stream != nullptr) {
-    return RunOnDevice(unit, ops, failed_op);
-  }
   try {
     c10::impl::ExcludeDispatchKeyGuard no_autograd(c10::autograd_dispatch_keyset_with_ADInplaceOrView);
     ExternContext ctx;
@@ -279,7 +272,7 @@ absl::Status RunCompiledUnit(const CompiledUnit& unit, const std::vector<OpRecor
       descs.push_back({base, base, 0});  // rank-0 int64 descriptor
       argv.push_back(descs.back().data());
     }
-    kCallers[nargs](code.entry, argv.data());
+    kCallers[nargs](entry, argv.data());
     if (!ctx.status.ok()) {
       *failed_op = ctx.failed_op;
       return ctx.status;
@@ -299,6 +292,59 @@ absl::Status RunCompiledUnit(const CompiledUnit& unit, const std::vector<OpRecor
     return StatusFromCurrentException();
   }
   return absl::OkStatus();
+}
+
+namespace {
+
+class HostCode final : public CompiledCode {
+ public:
+  HostCode(void* entry, std::shared_ptr<const void> keep_alive, CodeInfo info)
+      : CompiledCode(info), entry_(entry), keep_alive_(std::move(keep_alive)) {}
+  bool on_device() const override { return false; }
+  absl::Status Run(const CompiledUnit& unit, const std::vector<OpRecord>& ops, int64_t* failed_op) const override {
+    if (entry_ == nullptr) return absl::InternalError("host code without an entry point");
+    return RunOnHost(entry_, unit, ops, failed_op);
+  }
+
+ private:
+  void* const entry_;
+  const std::shared_ptr<const void> keep_alive_;  // owns the code `entry_` points into
+};
+
+class NeuronCoreCode final : public CompiledCode {
+ public:
+  NeuronCoreCode(std::shared_ptr<const neuroncore::InstructionStream> stream, CodeInfo info)
+      : CompiledCode(info), stream_(std::move(stream)) {}
+  bool on_device() const override { return true; }
+  absl::Status Run(const CompiledUnit& unit, const std::vector<OpRecord>& ops, int64_t* failed_op) const override {
+    return RunOnDevice(*stream_, unit, ops, failed_op);
+  }
+
+ private:
+  const std::shared_ptr<const neuroncore::InstructionStream> stream_;
+};
+
+}  // namespace
+
+std::shared_ptr<const CompiledCode> MakeHostCode(void* entry, std::shared_ptr<const void> keep_alive, CodeInfo info) {
+  return std::make_shared<HostCode>(entry, std::move(keep_alive), info);
+}
+
+std::shared_ptr<const CompiledCode> MakeNeuronCoreCode(std::shared_ptr<const neuroncore::InstructionStream> stream,
+                                                       CodeInfo info) {
+  return std::make_shared<NeuronCoreCode>(std::move(stream), info);
+}
+
+absl::Status RunCompiledUnit(const CompiledUnit& unit, const std::vector<OpRecord>& ops, int64_t* failed_op) {
+  const CodeInfo& code = unit.code->info();
+  const size_t nargs = 1 + unit.num_in_buffers() + unit.outputs.size() + unit.num_checks();
+  if (static_cast<int>(unit.num_in_buffers()) != code.num_inputs ||
+      static_cast<int>(unit.outputs.size() + unit.num_checks()) != code.num_outputs || nargs > kMaxCompiledArgs + 0u) {
+    return absl::InternalError(absl::StrCat("compiled group called with ", unit.num_in_buffers(), " inputs and ",
+                                            unit.outputs.size() + unit.num_checks(), " outputs; it takes ",
+                                            code.num_inputs, " and ", code.num_outputs));
+  }
+  return unit.code->Run(unit, ops, failed_op);
 }
 
 }  // namespace trn::runtime

@@ -29,22 +29,49 @@ namespace trn::runtime {
 inline constexpr int kMaxCompiledArgs = 96;    // ctx + inputs + outputs of one entry point
 inline constexpr int kMaxExternOperands = 16;  // tensors of one extern call
 
-// Loaded, callable code of one group. `keep_alive` owns the code (the loaded object).
 namespace neuroncore {
 struct InstructionStream;
 }
+struct CompiledUnit;
 
-struct CompiledCode {
-  void* entry = nullptr;  // host code; null when `stream` is set
-  // NEURON_TARGET=trn2|trn3: the group's NeuronCore instruction stream, run by DeviceModel.
-  std::shared_ptr<const neuroncore::InstructionStream> stream;
-  std::shared_ptr<const void> keep_alive;
-  int num_inputs = 0;
-  int num_outputs = 0;
+// What an executable says about itself: its entry point's arity and how it was built.
+struct CodeInfo {
+  int num_inputs = 0;   // buffers before the outputs: the runtime scalars' (when any) and the inputs
+  int num_outputs = 0;  // outputs and check counters
   int opt_level = 0;
-  int tier = 0;  // 0: first build; 1: optimised rebuild (adaptive tiering)
-  int64_t bytes = 0;  // size of the object code (memory-cache accounting)
+  int tier = 0;         // 0: first build; 1: optimised rebuild (adaptive tiering)
+  int64_t bytes = 0;    // size of the artifact it was loaded from (memory-cache accounting)
 };
+
+// Loaded, callable code of one group for one target, behind one interface (the model: IREE's
+// HAL local executables): the executor runs a unit through RunCompiledUnit and never asks what
+// the code is made of. One implementation per target, each made by its loader
+// (runtime/code_loader.h): host native code (an entry point of an object linked by the
+// compiler's loader) and a NeuronCore instruction stream (run on DeviceModel).
+class CompiledCode {
+ public:
+  explicit CompiledCode(CodeInfo info) : info_(info) {}
+  virtual ~CompiledCode() = default;
+  CompiledCode(const CompiledCode&) = delete;
+  CompiledCode& operator=(const CompiledCode&) = delete;
+
+  const CodeInfo& info() const { return info_; }
+  // Whether it runs on the (modeled) NeuronCore; false: on the host CPU.
+  virtual bool on_device() const = 0;
+  // Runs `unit`, whose arity RunCompiledUnit checked against info(); see RunCompiledUnit.
+  virtual absl::Status Run(const CompiledUnit& unit, const std::vector<OpRecord>& ops, int64_t* failed_op) const = 0;
+
+ private:
+  const CodeInfo info_;
+};
+
+// Host native code: `entry` is the C interface of the group's function (the calling convention
+// above), valid while `keep_alive` (the loaded object) lives. A null entry makes code that
+// only tests of the caches hold, never run.
+std::shared_ptr<const CompiledCode> MakeHostCode(void* entry, std::shared_ptr<const void> keep_alive, CodeInfo info);
+// A NeuronCore instruction stream (NEURON_TARGET=trn2|trn3), run on the DeviceModel.
+std::shared_ptr<const CompiledCode> MakeNeuronCoreCode(std::shared_ptr<const neuroncore::InstructionStream> stream,
+                                                       CodeInfo info);
 
 struct OutputBuffer {
   at::Tensor tensor;    // device view written by the code
@@ -74,8 +101,8 @@ struct CompiledUnit {
   size_t num_in_buffers() const { return inputs.size() + (params.empty() ? 0 : 1); }
 };
 
-// Runs `unit`; `ops` are the records of this run (the externs execute them). On an error in an
-// extern, `*failed_op` is its index in `ops`.
+// Runs `unit` through its code after checking the arity; `ops` are the records of this run (the
+// externs execute them). On an error in an extern, `*failed_op` is its index in `ops`.
 absl::Status RunCompiledUnit(const CompiledUnit& unit, const std::vector<OpRecord>& ops, int64_t* failed_op);
 
 // The C function serving extern call sites with `tensors` operands (1..kMaxExternOperands), to be

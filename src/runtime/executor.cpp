@@ -370,7 +370,7 @@ void Executor::RunUnit(ExecUnit& unit, bool poisoned) {
     }
     event.nargs = {{"ops", static_cast<double>(n)}};
     if (compiled) {
-      event.nargs.push_back({"tier", unit.compiled->code->tier});
+      event.nargs.push_back({"tier", unit.compiled->code->info().tier});
     }
     event.lines = DistinctLines(unit.ops);
   }
@@ -380,7 +380,7 @@ void Executor::RunUnit(ExecUnit& unit, bool poisoned) {
     RunCompiled(unit);
     const int64_t ns = MonotonicNs() - begin_ns;
     stats_->AddTime(HostTime::kExecCompiled, ns, n);
-    if (unit.slot != nullptr && unit.compiled->code->tier == 0) unit.slot->AddPayoffNs(ns);  // for a tier-up
+    if (unit.slot != nullptr && unit.compiled->code->info().tier == 0) unit.slot->AddPayoffNs(ns);  // for a tier-up
     if (op_by_op_ns >= 0) group_bench_.Record(unit.key, unit.ops, op_by_op_ns, ns);
   } else if (program != nullptr) {
     const bool awaiting = unit.slot->failure().ok();
@@ -463,7 +463,7 @@ void Executor::RunCompiled(ExecUnit& unit) {
   if (status.ok()) {
     stats_->CountCompiledRun(n, unit.compiled->bytes_written);
     DeviceModel* device = DeviceModel::Get();
-    if (device != nullptr && unit.compiled->code->stream == nullptr) {  // host code under a trn target
+    if (device != nullptr && !unit.compiled->code->on_device()) {  // host code under a trn target
       int64_t bytes = 0;
       for (const at::Tensor& t : unit.compiled->inputs) bytes += ViewBytes(t);
       for (const OutputBuffer& o : unit.compiled->outputs) bytes += ViewBytes(o.tensor);

@@ -142,9 +142,11 @@ const std::vector<KnobSpec>& KnobSpecs() {
        "Collectives on neuron tensors: the ranks first exchange each collective's signature "
        "(collective, sequence number, dtype, element counts, shapes), so a mismatched collective "
        "fails on every rank naming both sides; 0 skips the exchange (one small all-gather each)."},
-      {"NEURON_TEST_COMPILE_FAULT", "(unset)", "fail | slow | bad_alloc",
-       "For tests only: every group compile fails (fail), takes 2 s longer (slow), or runs out "
-       "of memory (bad_alloc: std::bad_alloc thrown on the compile thread)."},
+      {"NEURON_TEST_COMPILE_FAULT", "(unset)", "fail | slow | bad_alloc | trn_internal",
+       "For tests only: every group compile fails (fail), takes 2 s longer (slow), runs out "
+       "of memory (bad_alloc: std::bad_alloc thrown on the compile thread), or, on a trn target, "
+       "its trn pipeline fails without refusing an op (trn_internal: an internal error, which "
+       "fails the build)."},
       {"NEURON_PROFILE", "(unset)", "a file path",
        "Profile the whole process and write the Chrome trace-event timeline there at exit "
        "(same as wrapping the program in torch_trn.profile(path))."},
@@ -305,7 +307,7 @@ absl::StatusOr<Knobs> ParseKnobs(const EnvLookup& lookup) {
     knobs.dump_mlir_dir = *v;
   }
   if (auto v = lookup("NEURON_TEST_COMPILE_FAULT")) {
-    if (!v->empty() && *v != "fail" && *v != "slow" && *v != "bad_alloc") {
+    if (!v->empty() && *v != "fail" && *v != "slow" && *v != "bad_alloc" && *v != "trn_internal") {
       return BadValue(Spec("NEURON_TEST_COMPILE_FAULT"), *v);
     }
     knobs.test_compile_fault = *v;

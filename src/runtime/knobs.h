@@ -56,7 +56,7 @@ struct Knobs {
   int64_t device_cache_bytes = int64_t{2} << 30;  // freed device blocks kept for reuse
   std::string profile_path;         // NEURON_PROFILE: empty = no whole-process profile
   bool dist_check = true;           // collectives: ranks compare signatures first (trace/collective.h)
-  std::string test_compile_fault;   // tests only: "fail" | "slow" | ""
+  std::string test_compile_fault;   // tests only: "fail" | "slow" | "bad_alloc" | "trn_internal" | ""
   // Compiled-code caches (src/runtime/cache).
   std::string cache_dir;                     // disk tier root; empty: no disk tier
   bool cache_readonly = false;               // read the disk tier, never write it

@@ -8,6 +8,7 @@
 #include <mutex>
 #include <new>
 #include <sstream>
+#include <string_view>
 #include <thread>
 
 #include "absl/container/flat_hash_set.h"
@@ -17,7 +18,6 @@
 #include "mlir_lowering/host_jit.h"
 #include "mlir_lowering/parallel_passes.h"
 #include "mlir_lowering/trn_compile.h"
-#include "runtime/neuroncore/instruction_stream.h"
 #include "runtime/kernel_pool.h"
 #include "runtime/log.h"
 #include "runtime/profiler.h"
@@ -41,6 +41,23 @@ void RegisterExternsOnce() {
   });
 }
 
+// Host object code, linked by the compiler's ORC loader (mlir_lowering::LoadObject: checks the
+// object first); every entry symbol that is not another loader's.
+class HostObjectLoader final : public runtime::CodeLoader {
+ public:
+  bool Accepts(std::string_view entry_symbol) const override {
+    return entry_symbol.rfind(runtime::kNeuronCoreEntryPrefix, 0) != 0;
+  }
+  absl::StatusOr<std::shared_ptr<const runtime::CompiledCode>> Load(const Artifact& artifact, int tier) const override {
+    mlir_lowering::ObjectCode object{artifact.object, artifact.entry_symbol, artifact.levels.opt};
+    absl::StatusOr<std::unique_ptr<mlir_lowering::LoadedObject>> loaded = mlir_lowering::LoadObject(object);
+    if (!loaded.ok()) return loaded.status();
+    void* entry = (*loaded)->entry();
+    return runtime::MakeHostCode(entry, std::shared_ptr<const mlir_lowering::LoadedObject>(std::move(*loaded)),
+                                 runtime::InfoOf(artifact, tier));
+  }
+};
+
 // XXH3-64 of the shared library holding this code: any rebuild of torch-trn (even of an
 // uncommitted change) gets a new compiler version, so stale entries are never loaded.
 std::string LibraryHash() {
@@ -57,16 +74,12 @@ std::string LibraryHash() {
 
 }  // namespace
 
-void GroupCompiler::NoteTrnFallback(const CompileRequest& request, const absl::Status& why) {
-  // The first line of MLIR's diagnostic names the op ("'math.sin' op has no trn lowering").
-  std::string reason(why.message());
-  if (size_t e = reason.find("error: "); e != std::string::npos) reason = reason.substr(e + 7);
-  if (size_t nl = reason.find('\n'); nl != std::string::npos) reason.resize(nl);
+void GroupCompiler::NoteTrnFallback(const CompileRequest& request, const trn::ir::Refusal& refusal) {
+  const std::string reason = refusal.Message();  // "'math.sin' op has no trn lowering"
   bool first = false;
   {
     absl::MutexLock lock(&mu_);
-    ++trn_fallbacks_[reason];
-    first = trn_fallbacks_[reason] == 1;
+    first = ++trn_fallbacks_[reason] == 1;
   }
   if (first) {
     runtime::Log(runtime::LogLevel::kInfo,
@@ -75,6 +88,11 @@ void GroupCompiler::NoteTrnFallback(const CompileRequest& request, const absl::S
                                                                                         : request.lines.front()),
                               ") runs as host code on ", options_.target, ": ", reason));
   }
+}
+
+int64_t GroupCompiler::trn_internal_failures() const {
+  absl::MutexLock lock(&mu_);
+  return trn_internal_failures_;
 }
 
 std::map<std::string, int64_t> GroupCompiler::trn_fallbacks() const {
@@ -125,6 +143,8 @@ GroupCompiler::GroupCompiler(CompilerOptions options, runtime::Stats* stats, run
                                                                             options_.target)},
       cache_(options_.memory, cache_stats) {
   RegisterExternsOnce();
+  loaders_.push_back(runtime::MakeNeuronCoreLoader());
+  loaders_.push_back(std::make_unique<HostObjectLoader>());
   if (!options_.disk.dir.empty()) {
     disk_ = std::make_unique<runtime::cache::DiskCache>(options_.disk, identity_, cache_stats_);
   }
@@ -144,36 +164,7 @@ std::string GroupCompiler::RemoteName(const CompileRequest& request, const Level
 }
 
 absl::StatusOr<runtime::CodeSlot::Code> GroupCompiler::Link(const Artifact& artifact, int tier) {
-  if (artifact.num_inputs < 0 || artifact.num_outputs < 0 ||
-      1 + artifact.num_inputs + artifact.num_outputs > runtime::kMaxCompiledArgs) {
-    return absl::DataLossError("entry point arity out of range");
-  }
-  if (absl::StartsWith(artifact.entry_symbol, kTrnEntryPrefix)) {  // a NeuronCore instruction stream
-    absl::StatusOr<runtime::neuroncore::InstructionStream> stream = runtime::neuroncore::Decode(artifact.object);
-    if (!stream.ok()) return stream.status();
-    auto code = std::make_shared<runtime::CompiledCode>();
-    code->stream = std::make_shared<const runtime::neuroncore::InstructionStream>(std::move(*stream));
-    code->num_inputs = artifact.num_inputs;
-    code->num_outputs = artifact.num_outputs;
-    code->opt_level = artifact.levels.opt;
-    code->tier = tier;
-    code->bytes = static_cast<int64_t>(artifact.object.size());
-    return runtime::CodeSlot::Code(std::move(code));
-  }
-  mlir_lowering::ObjectCode object{artifact.object, artifact.entry_symbol, artifact.levels.opt};
-  absl::StatusOr<std::unique_ptr<mlir_lowering::LoadedObject>> loaded = mlir_lowering::LoadObject(object);
-  if (!loaded.ok()) {
-    return loaded.status();
-  }
-  auto code = std::make_shared<runtime::CompiledCode>();
-  code->entry = (*loaded)->entry();
-  code->keep_alive = std::shared_ptr<const mlir_lowering::LoadedObject>(std::move(*loaded));
-  code->num_inputs = artifact.num_inputs;
-  code->num_outputs = artifact.num_outputs;
-  code->opt_level = artifact.levels.opt;
-  code->tier = tier;
-  code->bytes = static_cast<int64_t>(artifact.object.size());
-  return runtime::CodeSlot::Code(std::move(code));
+  return runtime::LoadArtifact(loaders_, artifact, tier);
 }
 
 std::optional<runtime::CodeSlot::Code> GroupCompiler::FromDisk(const CompileRequest& request, const Levels& levels,
@@ -358,13 +349,24 @@ absl::StatusOr<GroupCompiler::Built> GroupCompiler::Compile(const CompileRequest
       return absl::ResourceExhaustedError("more buffers than a compiled entry point takes");
     }
     if (options_.target != "host") {
-      // The NeuronCore first; a group it cannot lower (an op or dtype it has no instruction
-      // for) runs as host code, its transfers charged by the model (runtime/device_model.h).
-      absl::StatusOr<std::string> stream = mlir_lowering::CompileToTrnStream(*mlir, request.func, options_.target);
-      if (stream.ok()) {
+      // The NeuronCore first; a group it refuses (an op or dtype it has no instruction for)
+      // runs as host code, its transfers charged by the model (runtime/device_model.h). A
+      // failure that is not a refusal is an internal error: the build fails (never host code).
+      mlir_lowering::TrnCompileOptions trn_options;
+      trn_options.inject_internal_failure = options_.test_fault == "trn_internal";
+      absl::StatusOr<mlir_lowering::TrnCompiled> trn =
+          mlir_lowering::CompileToTrnStream(*mlir, request.func, options_.target, trn_options);
+      if (!trn.ok()) {
+        {
+          absl::MutexLock lock(&mu_);
+          ++trn_internal_failures_;
+        }
+        return trn.status();
+      }
+      if (!trn->refusal.has_value()) {
         Artifact artifact;
         artifact.key_material = request.key_material;
-        artifact.object = std::move(*stream);
+        artifact.object = std::move(trn->stream);
         artifact.entry_symbol = absl::StrCat(kTrnEntryPrefix, options_.target);
         artifact.levels = levels;
         artifact.tier = tier;
@@ -375,8 +377,7 @@ absl::StatusOr<GroupCompiler::Built> GroupCompiler::Compile(const CompileRequest
         std::string bytes = remote_ != nullptr ? runtime::cache::Encode(artifact, identity_) : "";
         return Built{*code, std::move(artifact), std::move(bytes)};
       }
-      if (stream.status().code() != absl::StatusCode::kUnimplemented) return stream.status();
-      NoteTrnFallback(request, stream.status());
+      NoteTrnFallback(request, *trn->refusal);
     }
     absl::StatusOr<mlir_lowering::ObjectCode> object =
         mlir_lowering::CompileToObject(*mlir, request.func, opt_level, nullptr, cg,

@@ -21,11 +21,13 @@
 #include "absl/synchronization/mutex.h"
 #include "mlir_lowering/group_lowering.h"
 #include "mlir_lowering/group_replay.h"
+#include "mlir_lowering/trn/TrnRefusal.h"
 #include "runtime/cache/cache_stats.h"
 #include "runtime/cache/disk_cache.h"
 #include "runtime/cache/entry_format.h"
 #include "runtime/cache/remote_tier.h"
 #include "runtime/code_cache.h"
+#include "runtime/code_loader.h"
 #include "runtime/compiled_run.h"
 #include "runtime/stats.h"
 #include "scheduler/group_key.h"
@@ -37,7 +39,7 @@ struct CompilerOptions {
   int opt_level = 3;
   bool verify_passes = false;  // NEURON_VERIFY_PASSES
   std::string dump_mlir_dir;  // empty: no dump
-  std::string test_fault;     // NEURON_TEST_COMPILE_FAULT: "fail" | "slow" | ""
+  std::string test_fault;     // NEURON_TEST_COMPILE_FAULT: "fail" | "slow" | "bad_alloc" | "trn_internal" | ""
   runtime::CodeCacheLimits memory;
   runtime::cache::DiskCacheOptions disk;  // dir empty: no disk tier
   bool distributed = false;               // use the distributed tier when a store is available
@@ -121,8 +123,12 @@ class GroupCompiler {
   // (the most recent `history_limit`).
   std::vector<double> CompileMillis() const;
   // NEURON_TARGET=trn*: groups built as host code because the trn pipeline refused them, by
-  // reason (the op it named).
+  // reason (the refused op and why: trn/TrnRefusal.h).
   std::map<std::string, int64_t> trn_fallbacks() const;
+  // NEURON_TARGET=trn*: builds that failed because the trn pipeline failed without refusing (an
+  // internal error: mlir_lowering/trn_compile.h). Such a build fails like any compile failure
+  // (the group runs op by op, the reason in stats()["compile_failures"]); a test run expects 0.
+  int64_t trn_internal_failures() const;
 
  private:
   struct Built {
@@ -141,7 +147,7 @@ class GroupCompiler {
                                                   const std::string& dir_token, const runtime::cache::Levels& levels,
                                                   int tier);
   std::string RemoteName(const CompileRequest& request, const runtime::cache::Levels& levels) const;
-  void NoteTrnFallback(const CompileRequest& request, const absl::Status& why);
+  void NoteTrnFallback(const CompileRequest& request, const trn::ir::Refusal& refusal);
 
   const CompilerOptions options_;
   runtime::Stats* const stats_;
@@ -150,6 +156,8 @@ class GroupCompiler {
   runtime::CodeCache cache_;
   std::unique_ptr<runtime::cache::DiskCache> disk_;
   std::unique_ptr<runtime::cache::RemoteTier> remote_;
+  // One per code format: the NeuronCore's streams, host objects (through the compiler's loader).
+  std::vector<std::unique_ptr<runtime::CodeLoader>> loaders_;
   mutable absl::Mutex mu_;
   // Appends to a history, dropping the oldest beyond history_limit (counted).
   template <typename T>
@@ -159,10 +167,11 @@ class GroupCompiler {
   // Each reason logged once (at most history_limit reasons remembered: then it starts over).
   absl::flat_hash_set<std::string> logged_failures_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, int64_t> trn_fallbacks_ ABSL_GUARDED_BY(mu_);
+  int64_t trn_internal_failures_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 // Entry symbol of a cached NeuronCore instruction stream: this prefix and the target.
-inline constexpr char kTrnEntryPrefix[] = "trn-stream:";
+inline constexpr const char* kTrnEntryPrefix = runtime::kNeuronCoreEntryPrefix;
 
 // "torch-trn <git revision> build <hash of this library>; MLIR/LLVM <version>": entries built
 // by any other build of torch-trn are never loaded.

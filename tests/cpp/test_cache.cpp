@@ -17,6 +17,8 @@
 #include "runtime/cache/entry_format.h"
 #include "runtime/cache/remote_tier.h"
 #include "runtime/code_cache.h"
+#include "runtime/code_loader.h"
+#include "runtime/neuroncore/instruction_stream.h"
 #include "runtime/stats.h"
 #include "runtime/op_record.h"
 #include "runtime/source_table.h"
@@ -257,9 +259,9 @@ TEST_CASE("memory tier: LRU by entries and bytes, never evicting a slot being bu
   cache::CacheStats stats;
   trn::runtime::CodeCache mem({2, int64_t{1} << 30}, &stats);
   auto publish = [](const std::shared_ptr<trn::runtime::CodeSlot>& slot, int64_t bytes) {
-    auto code = std::make_shared<trn::runtime::CompiledCode>();
-    code->bytes = bytes;
-    slot->Publish(code, 0);
+    trn::runtime::CodeInfo info;
+    info.bytes = bytes;
+    slot->Publish(trn::runtime::MakeHostCode(nullptr, nullptr, info), 0);
   };
   bool created = false;
   auto a = mem.Lookup("a", &created);
@@ -465,4 +467,38 @@ TEST_CASE("stats keep a bounded number of distinct fallback and failure reasons"
   // A reason seen before the cap keeps counting under its own name.
   stats.CountHostFallback("aten::nonzero", "reason 3");
   CHECK(stats.Snapshot().host_fallbacks.at({"aten::nonzero", "reason 3"}) == 2);
+}
+
+TEST_CASE("code loaders: each format by its loader, malformed bytes refused with a reason", "[cache][loader]") {
+  std::vector<std::unique_ptr<trn::runtime::CodeLoader>> loaders;
+  loaders.push_back(trn::runtime::MakeNeuronCoreLoader());
+  cache::Artifact a;
+  a.entry_symbol = "trn-stream:trn2";
+  a.object = trn::runtime::neuroncore::Encode(trn::runtime::neuroncore::InstructionStream{});
+  a.num_inputs = 2;
+  a.num_outputs = 1;
+  a.levels.opt = 3;
+  auto code = trn::runtime::LoadArtifact(loaders, a, /*tier=*/1);
+  REQUIRE(code.ok());
+  CHECK((*code)->on_device());
+  CHECK((*code)->info().num_inputs == 2);
+  CHECK((*code)->info().num_outputs == 1);
+  CHECK((*code)->info().opt_level == 3);
+  CHECK((*code)->info().tier == 1);
+  CHECK((*code)->info().bytes == static_cast<int64_t>(a.object.size()));
+  // Malformed bytes of an accepted format: refused, never trusted.
+  cache::Artifact bad = a;
+  bad.object = "not a stream";
+  auto refused = trn::runtime::LoadArtifact(loaders, bad, 0);
+  REQUIRE_FALSE(refused.ok());
+  CHECK_FALSE(refused.status().message().empty());  // the decoder says what is wrong
+  // An arity no entry point takes, and a format no loader takes.
+  cache::Artifact wide = a;
+  wide.num_inputs = trn::runtime::kMaxCompiledArgs;
+  CHECK(trn::runtime::LoadArtifact(loaders, wide, 0).status().code() == absl::StatusCode::kDataLoss);
+  cache::Artifact host = a;
+  host.entry_symbol = "_mlir_ciface_group";
+  CHECK(trn::runtime::LoadArtifact(loaders, host, 0).status().code() == absl::StatusCode::kUnimplemented);
+  // Host code (here without an entry: only a cache holds it) is not on the device.
+  CHECK_FALSE(trn::runtime::MakeHostCode(nullptr, nullptr, {})->on_device());
 }

@@ -103,3 +103,24 @@ def test_structured_op_with_a_strided_result_or_channels_last_argument_runs_func
     """
     out = run_python(code, env={"NEURON_MODE": mode})
     assert out.returncode == 0 and out.stdout.strip().endswith("ok"), out.stderr[-3000:]
+
+
+def test_geometry_trace_has_strides_offsets_and_storage_ids():
+    # trace_ops(geometry=True) is the input of torch-trn-replay-group (tests/lit/front): each
+    # device tensor carries its strides, offset and a storage id shared by views of one storage.
+    a = torch.randn(4, 6).to("neuron")
+    with torch_trn.trace_ops(geometry=True) as t:
+        b = a.t() * 2
+        c = b[1:3] + 1
+        ids = (t.storage_id(a), t.storage_id(b), t.storage_id(c))
+    mul, add = t.ops
+    assert mul["args"]["self"] == {"shape": [6, 4], "dtype": "Float", "strides": [1, 6], "offset": 0,
+                                   "device": "neuron", "storage": ids[0], "storage_bytes": 4 * 24}
+    assert mul["args"]["other"] == {"shape": [], "dtype": "Long", "strides": [], "offset": 0, "device": "cpu",
+                                    "value": 2}  # the wrapped Python scalar
+    assert mul["outputs"][0]["storage"] == ids[1] != ids[0]
+    view = add["args"]["self"]  # b[1:3]: a view of b's storage (b is a transposed layout)
+    assert (view["shape"], view["strides"], view["offset"], view["storage"]) == ([2, 4], [1, 6], 1, ids[1])
+    assert add["outputs"][0]["storage"] == ids[2] and ids[2] not in (ids[0], ids[1], -1)
+    # Outside a geometry trace no ids are given.
+    assert t.storage_id(a) == -1

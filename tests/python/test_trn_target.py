@@ -6,6 +6,10 @@ Each test runs a fresh process (the target is read at import):
   modeled core (device groups, TensorE FLOPs, modeled time > 0);
 - an op the trn pipeline cannot lower (torch.sin) runs as host code, named, with its
   transfers charged, and its result is right;
+- refused is told from failed: a trn pipeline failure that is not a refusal (injected:
+  NEURON_TEST_COMPILE_FAULT=trn_internal) fails the build and is counted
+  (stats()["device"]["trn_internal_failures"]), never run as host code as if refused; every
+  other trn test expects none;
 - the profiler's NeuronCore engine lanes: modeled, per engine, tagged with the model's lines;
 - the OpInfo registry under trn2 (eager: one op per group): no unexpected failure, and at
   least 60 ATen ops ran on the modeled core (tests/opinfo/run_opinfo.py reports which).
@@ -53,6 +57,7 @@ def test_training_steps_on_trn2(name, mode):
         assert abs(got - ref) <= 1e-4 * abs(ref), f"step {step}: {got} vs CPU {ref} ({mode})"
     dev = out["device"]
     assert dev["modeled_ns"] > 0
+    assert dev["trn_internal_failures"] == 0, out
     if mode == "adaptive":
         # Groups run op by op until their background build is ready; with 3 steps some did.
         assert dev["ops_on_device"] + dev["ops_on_host"] > 0
@@ -77,7 +82,29 @@ def test_unlowerable_op_runs_on_host_and_is_named():
     assert out["err"] < 1e-6
     dev = out["dev"]
     assert dev["groups_on_host"] >= 1 and dev["host_transfer_bytes"] >= 2 * 1000 * 4
-    assert any("math.sin" in reason for reason in dev["host_group_reasons"]), dev["host_group_reasons"]
+    assert dev["host_group_reasons"].get("'math.sin' op has no trn lowering", 0) >= 1, dev["host_group_reasons"]
+    assert dev["trn_internal_failures"] == 0
+
+
+def test_internal_trn_failure_is_a_failure_not_a_refusal():
+    # A trn pass that fails without refusing an op (injected at the end of the trn pipeline) is
+    # an internal error: the build fails (the group runs op by op, values still right), counted
+    # and named as a compile failure, and never counted as a refusal run as host code.
+    proc = run_python("""
+        import json, torch, torch_trn
+        x = torch.linspace(-3, 3, 1000)
+        y = (torch.exp(x.to("neuron")) * 2).cpu()
+        s = torch_trn.stats()
+        print(json.dumps({"err": (y - torch.exp(x) * 2).abs().max().item(), "dev": s["device"],
+                          "failures": s["compile_failures"]}))
+    """, env={**TRN, "NEURON_MODE": "compile", "NEURON_TEST_COMPILE_FAULT": "trn_internal"})
+    out = last_json(proc)
+    assert out["err"] < 1e-5
+    dev = out["dev"]
+    assert dev["trn_internal_failures"] >= 1, dev
+    assert dev["host_group_reasons"] == {}, dev["host_group_reasons"]
+    assert dev["groups_on_device"] == 0 and dev["groups_on_host"] == 0, dev
+    assert any("without refusing" in r and "injected internal failure" in r for r in out["failures"]), out["failures"]
 
 
 def test_bad_target_is_an_import_error():

@@ -10,15 +10,16 @@
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir_lowering/trn/LowerLinalgImpl.h"
+#include "mlir_lowering/trn/TrnRefuse.h"
 
 namespace trn::ir::lower_linalg_detail {
 
 LogicalResult Lowerer::LowerBodyOp(mlir::Operation& op, const TileSpace& t, llvm::DenseMap<Value, Val>& vals) {
-  if (op.getNumResults() != 1) return op.emitOpError("has no trn lowering");
+  if (op.getNumResults() != 1) return refuse(&op) << "has no trn lowering";
   llvm::SmallVector<Val> in;
   for (Value v : op.getOperands()) {
     std::optional<Val> x = Get(v, t, vals);
-    if (!x) return op.emitOpError("reads a value the trn lowering cannot place on the device");
+    if (!x) return refuse(&op) << "reads a value the trn lowering cannot place on the device";
     in.push_back(*x);
   }
   auto set = [&](const Val& v) -> LogicalResult {
@@ -27,7 +28,7 @@ LogicalResult Lowerer::LowerBodyOp(mlir::Operation& op, const TileSpace& t, llvm
   };
   if (auto c = mlir::dyn_cast<mlir::arith::ConstantOp>(op)) {
     auto v = ConstantOf(c);
-    if (!v) return op.emitOpError("constant of this type has no trn lowering");
+    if (!v) return refuse(&op) << "constant of this type has no trn lowering";
     return set(Val::Const(*v));
   }
   if (auto index = mlir::dyn_cast<mlir::linalg::IndexOp>(op)) return LowerIndex(index, t, vals);
@@ -43,7 +44,7 @@ LogicalResult Lowerer::LowerBodyOp(mlir::Operation& op, const TileSpace& t, llvm
   else if (mlir::isa<mlir::math::PowFOp>(op)) bin = BinaryName{"power", ""};
   if (bin) return set(Binary(bin->op, bin->swapped, in[0], in[1], t));
   if (mlir::isa<mlir::arith::AndIOp, mlir::arith::OrIOp, mlir::arith::XOrIOp>(op)) {
-    if (!op.getResult(0).getType().isInteger(1)) return op.emitOpError("integer bit operation has no trn lowering");
+    if (!op.getResult(0).getType().isInteger(1)) return refuse(&op) << "integer bit operation has no trn lowering";
     const char* name = mlir::isa<mlir::arith::AndIOp>(op) ? "logical_and"
                        : mlir::isa<mlir::arith::OrIOp>(op) ? "logical_or"
                                                            : "not_equal";
@@ -117,7 +118,7 @@ LogicalResult Lowerer::LowerBodyOp(mlir::Operation& op, const TileSpace& t, llvm
     if (in[0].kind() == Kind::kConst) return set(Val::Const(std::abs(*in[0].constant)));
     return set(Binary("maximum", "maximum", in[0], Binary("multiply", "multiply", in[0], Val::Const(-1.0), t), t));
   }
-  return op.emitOpError("has no trn lowering");
+  return refuse(&op) << "has no trn lowering";
 }
 
 // linalg.index d on tile t: base[d] + p * (partition step of d) + f * (free step of d), one iota
@@ -125,7 +126,7 @@ LogicalResult Lowerer::LowerBodyOp(mlir::Operation& op, const TileSpace& t, llvm
 // which LowerGeneric asks Tiles for when the body reads a loop index.
 LogicalResult Lowerer::LowerIndex(mlir::linalg::IndexOp op, const TileSpace& t, llvm::DenseMap<Value, Val>& vals) {
   const int d = static_cast<int>(op.getDim());
-  if (t.free.size() > 1) return op.emitOpError("on a tile with several free axes has no trn lowering");
+  if (t.free.size() > 1) return refuse(op) << "on a tile with several free axes has no trn lowering";
   const int64_t base = d < static_cast<int>(t.base.size()) ? t.base[d] : 0;
   const int64_t partition_step = t.partition.dim == d ? t.partition.coeff : 0;
   const int64_t step = !t.free.empty() && t.free[0].dim == d ? t.free[0].coeff : 0;
@@ -155,7 +156,7 @@ std::optional<LogicalResult> Lowerer::LowerIntegerOp(mlir::Operation& op, llvm::
   else if (mlir::isa<mlir::arith::MaxSIOp>(op)) bin = BinaryName{"maximum", "maximum"};
   else if (mlir::isa<mlir::arith::MinSIOp>(op)) bin = BinaryName{"minimum", "minimum"};
   if (bin) {
-    if (result.isInteger(1)) return op.emitOpError("i1 arithmetic has no trn lowering");
+    if (result.isInteger(1)) return refuse(&op) << "i1 arithmetic has no trn lowering";
     return set(Binary(bin->op, bin->swapped, in[0], in[1], t, element));
   }
   if (auto cmp = mlir::dyn_cast<mlir::arith::CmpIOp>(op)) {
@@ -178,7 +179,7 @@ std::optional<LogicalResult> Lowerer::LowerIntegerOp(mlir::Operation& op, llvm::
         if (boolean != (cmp.getPredicate() == P::uge)) break;
         return set(Binary("is_ge", "is_le", in[0], in[1], t));
     }
-    return op.emitOpError("compares ") << (boolean ? "booleans signed" : "integers unsigned")
+    return refuse(&op) << "compares " << (boolean ? "booleans signed" : "integers unsigned")
                                        << ", which has no trn lowering";
   }
   if (mlir::isa<mlir::arith::ExtSIOp, mlir::arith::IndexCastOp>(op) ||
@@ -194,7 +195,7 @@ std::optional<LogicalResult> Lowerer::LowerIntegerOp(mlir::Operation& op, llvm::
   if (mlir::isa<mlir::arith::TruncIOp, mlir::arith::DivSIOp, mlir::arith::DivUIOp, mlir::arith::RemSIOp,
                 mlir::arith::RemUIOp, mlir::arith::FloorDivSIOp, mlir::arith::CeilDivSIOp, mlir::arith::ShLIOp,
                 mlir::arith::ShRSIOp, mlir::arith::ShRUIOp, mlir::arith::FPToSIOp, mlir::arith::FPToUIOp>(op)) {
-    return op.emitOpError("has no trn lowering");
+    return refuse(&op) << "has no trn lowering";
   }
   return std::nullopt;
 }

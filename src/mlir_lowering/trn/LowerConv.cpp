@@ -29,6 +29,7 @@
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir_lowering/host_passes.h"
 #include "mlir_lowering/trn/LowerLinalgImpl.h"
+#include "mlir_lowering/trn/TrnRefuse.h"
 
 namespace trn::ir::lower_linalg_detail {
 namespace {
@@ -237,7 +238,7 @@ LogicalResult Lowerer::LowerConv(mlir::linalg::GenericOp g) {
   if (!ints || ints.size() != 2 || !lists || lists.size() != (backward ? 6u : 4u)) {
     return g.emitOpError("convolution call without its arguments (trn.extern_ints, trn.extern_lists)");
   }
-  if (ints[0] != 0) return g.emitOpError("transposed convolution (no trn lowering)");
+  if (ints[0] != 0) return refuse(g) << "transposed convolution (no trn lowering)";
   auto list = [&](int i) {
     auto a = lists[i].dyn_cast<mlir::DenseI64ArrayAttr>();
     return a ? llvm::SmallVector<int64_t>(a.asArrayRef()) : llvm::SmallVector<int64_t>();
@@ -253,14 +254,14 @@ LogicalResult Lowerer::LowerConv(mlir::linalg::GenericOp g) {
   for (Value v : g->getOperands().drop_front(2)) {
     auto t = v.getType().dyn_cast<mlir::MemRefType>();
     if (!t || !t.hasStaticShape() || !t.getElementType().isF32()) {
-      return g.emitOpError("convolution operands must be f32 memrefs of static shape");
+      return refuse(g) << "convolution operands must be f32 memrefs of static shape";
     }
   }
   const int64_t rank = x.getType().cast<mlir::MemRefType>().getRank();
   const int64_t spatial = rank - 2;
   if ((rank != 3 && rank != 4) || static_cast<int64_t>(stride.size()) != spatial ||
       static_cast<int64_t>(padding.size()) != spatial || static_cast<int64_t>(dilation.size()) != spatial) {
-    return g.emitOpError("convolution that is not 1-D or 2-D (no trn lowering)");
+    return refuse(g) << "convolution that is not 1-D or 2-D (no trn lowering)";
   }
   if (spatial == 1) {  // as 2-D with a height of 1
     stride.insert(stride.begin(), 1);
@@ -269,7 +270,7 @@ LogicalResult Lowerer::LowerConv(mlir::linalg::GenericOp g) {
   }
   std::string why;
   auto hx = HbmOf(x, &why), hw = hx ? HbmOf(w, &why) : std::nullopt;
-  if (!hw) return g.emitOpError("convolution operand: ") << why;
+  if (!hw) return refuse(g) << "convolution operand: " << why;
   const Nchw X = shape4(x, *hx), W = shape4(w, *hw);
   const int64_t n = X.size[0], c = X.size[1], o = W.size[0], kh = W.size[2], kw = W.size[3];
   if (groups <= 0 || c % groups != 0 || o % groups != 0 || W.size[1] != c / groups) {
@@ -291,10 +292,10 @@ LogicalResult Lowerer::LowerConv(mlir::linalg::GenericOp g) {
   };
   if (!backward) {
     auto hy = HbmOf(results[0], &why);
-    if (!hy) return g.emitOpError("convolution result: ") << why;
+    if (!hy) return refuse(g) << "convolution result: " << why;
     const Nchw Y = shape4(results[0], *hy);
     std::optional<Hbm> hb = bias ? HbmOf(bias, &why) : std::nullopt;
-    if (bias && !hb) return g.emitOpError("convolution bias: ") << why;
+    if (bias && !hb) return refuse(g) << "convolution bias: " << why;
     for (int64_t b = 0; b < n; ++b) {
       for (int64_t gi = 0; gi < (depthwise ? 1 : groups); ++gi) {
         ConvSum s;
@@ -328,12 +329,12 @@ LogicalResult Lowerer::LowerConv(mlir::linalg::GenericOp g) {
     (i == 0 ? gin : i == 1 ? gw : gb) = results[next++];
   }
   auto hg = HbmOf(gout, &why);
-  if (!hg) return g.emitOpError("convolution grad_output: ") << why;
+  if (!hg) return refuse(g) << "convolution grad_output: " << why;
   const Nchw G = shape4(gout, *hg);
   const int64_t oh = G.size[2], ow = G.size[3];
   if (gin) {
     auto hi = HbmOf(gin, &why);
-    if (!hi) return g.emitOpError("convolution grad_input: ") << why;
+    if (!hi) return refuse(g) << "convolution grad_input: " << why;
     const Nchw I = shape4(gin, *hi);
     // Phase (ph, pw): input rows ph + stride t; tap i reads grad_output row t + (ph + pad - i dil) / stride.
     for (int64_t b = 0; b < n; ++b) {
@@ -388,7 +389,7 @@ LogicalResult Lowerer::LowerConv(mlir::linalg::GenericOp g) {
   };
   if (gw) {
     auto hwg = HbmOf(gw, &why);
-    if (!hwg) return g.emitOpError("convolution grad_weight: ") << why;
+    if (!hwg) return refuse(g) << "convolution grad_weight: " << why;
     const Nchw D = shape4(gw, *hwg);
     for (int64_t i = 0; i < kh; ++i) {
       for (int64_t j = 0; j < kw; ++j) {
@@ -466,7 +467,7 @@ LogicalResult Lowerer::LowerConv(mlir::linalg::GenericOp g) {
   }
   if (gb) {
     auto hb = HbmOf(gb, &why);
-    if (!hb) return g.emitOpError("convolution grad_bias: ") << why;
+    if (!hb) return refuse(g) << "convolution grad_bias: " << why;
     for (int64_t o0 = 0; o0 < o; o0 += kMaxPartitions) {
       const int64_t ob = std::min<int64_t>(kMaxPartitions, o - o0);
       Value acc;

@@ -11,6 +11,7 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir_lowering/host_passes.h"
 #include "mlir_lowering/trn/LowerLinalgImpl.h"
+#include "mlir_lowering/trn/TrnRefuse.h"
 
 namespace trn::ir::lower_linalg_detail {
 namespace {
@@ -42,7 +43,7 @@ bool Lowerer::IsGather(mlir::linalg::GenericOp g) {
 // index_select: self, index), then the result.
 LogicalResult Lowerer::LowerGather(mlir::linalg::GenericOp g) {
   const std::string name = g->getAttrOfType<mlir::StringAttr>(kExternOpAttr).getValue().str();
-  if (g->hasAttr(kExternPermsAttr)) return g.emitOpError("gathers through a permuted operand (no trn lowering)");
+  if (g->hasAttr(kExternPermsAttr)) return refuse(g) << "gathers through a permuted operand (no trn lowering)";
   if (g->getNumOperands() != 5) return g.emitOpError("is not a two-input, one-result gather");
   Value table = g->getOperand(2), indices = g->getOperand(3), out = g->getOperand(4);
   auto table_type = table.getType().dyn_cast<mlir::MemRefType>();
@@ -56,20 +57,20 @@ LogicalResult Lowerer::LowerGather(mlir::linalg::GenericOp g) {
     auto ints = g->getAttrOfType<mlir::DenseI64ArrayAttr>(kExternIntsAttr);
     const int64_t rank = table_type.getRank();
     if (!ints || ints.size() != 1 || (ints[0] != 0 && ints[0] != -rank) || rank > 2 || rank < 1) {
-      return g.emitOpError("index_select along a dimension other than the first of a 1-D or 2-D tensor (no trn lowering)");
+      return refuse(g) << "index_select along a dimension other than the first of a 1-D or 2-D tensor (no trn lowering)";
     }
   } else if (table_type.getRank() != 2) {
-    return g.emitOpError("embedding of a table that is not 2-D");
+    return refuse(g) << "embedding of a table that is not 2-D";
   }
   const mlir::Type index_element = ElementOf(indices);
-  if (!index_element.isInteger(64) && !index_element.isInteger(32)) return g.emitOpError("indices must be int32 or int64");
-  if (!Supported(table) || !Supported(out)) return g.emitOpError("gathers an element type that has no trn lowering");
+  if (!index_element.isInteger(64) && !index_element.isInteger(32)) return refuse(g) << "indices must be int32 or int64";
+  if (!Supported(table) || !Supported(out)) return refuse(g) << "gathers an element type that has no trn lowering";
   std::string why;
   auto table_hbm = HbmOf(table, &why), index_hbm = table_hbm ? HbmOf(indices, &why) : std::nullopt,
        out_hbm = index_hbm ? HbmOf(out, &why) : std::nullopt;
-  if (!out_hbm) return g.emitOpError("gather operand: ") << why;
+  if (!out_hbm) return refuse(g) << "gather operand: " << why;
   if (!RowMajor(index_type, index_hbm->strides) || !RowMajor(out_type, out_hbm->strides)) {
-    return g.emitOpError("gathers with strided indices or result (no trn lowering)");
+    return refuse(g) << "gathers with strided indices or result (no trn lowering)";
   }
   const int64_t rows = table_type.getShape()[0];
   const int64_t row = table_type.getRank() == 2 ? table_type.getShape()[1] : 1;

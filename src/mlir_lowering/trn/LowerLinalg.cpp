@@ -25,6 +25,7 @@
 #include "mlir/Pass/Pass.h"
 #include "mlir_lowering/trn/TrnDialect.h"
 #include "mlir_lowering/trn/TrnPasses.h"
+#include "mlir_lowering/trn/TrnRefuse.h"
 
 namespace trn::ir {
 namespace lower_linalg_detail {
@@ -214,7 +215,7 @@ LogicalResult Lowerer::LowerOne(mlir::Operation* op) {
   } else if (op->getDialect() && op->getDialect()->getNamespace() == "trn") {
     return success();
   } else {
-    return op->emitOpError("has no trn lowering");
+    return refuse(op) << "has no trn lowering";
   }
   if (mlir::succeeded(r)) lowered_.insert(op);
   return r;
@@ -254,13 +255,13 @@ bool Lowerer::Supported(Value memref) {
 LogicalResult Lowerer::LowerFill(mlir::linalg::FillOp fill) {
   Value out = fill.getDpsInitOperand(0)->get();
   std::optional<double> value = ConstantOf(fill.getDpsInputOperand(0)->get());
-  if (!value) return fill.emitOpError("fills with a value only known at run time (no trn lowering yet)");
+  if (!value) return refuse(fill) << "fills with a value only known at run time (no trn lowering yet)";
   auto type = out.getType().cast<mlir::MemRefType>();
-  if (!Supported(out)) return fill.emitOpError("element type has no trn lowering");
+  if (!Supported(out)) return refuse(fill) << "element type has no trn lowering";
   mlir::AffineMap id = mlir::AffineMap::getMultiDimIdentityMap(type.getRank(), b_.getContext());
   std::string why;
   auto acc = AccessOf(out, id, &why);
-  if (!acc) return fill.emitOpError(why);
+  if (!acc) return refuse(fill) << why;
   for (const TileSpace& t : Tiles(type.getShape(), {})) {
     Value tile = Sbuf(t.partition.count, t.FreeShape(), DeviceType(type.getElementType()));
     Make<MemsetOp>(tile, b_.getF64FloatAttr(*value));
@@ -275,12 +276,12 @@ LogicalResult Lowerer::LowerCopy(mlir::memref::CopyOp copy) {
   Value src = copy.getSource(), dst = copy.getTarget();
   auto type = src.getType().cast<mlir::MemRefType>();
   if (!Supported(src) || !Supported(dst) || !type.hasStaticShape()) {
-    return copy.emitOpError("copies a memref of an element type or shape that has no trn lowering");
+    return refuse(copy) << "copies a memref of an element type or shape that has no trn lowering";
   }
   mlir::AffineMap id = mlir::AffineMap::getMultiDimIdentityMap(type.getRank(), b_.getContext());
   std::string why;
   auto from = AccessOf(src, id, &why), to = from ? AccessOf(dst, id, &why) : std::nullopt;
-  if (!to) return copy.emitOpError(why);
+  if (!to) return refuse(copy) << why;
   for (const TileSpace& t : Tiles(type.getShape(), {})) Store(Load(*from, t, DeviceType(type.getElementType())), *to, t);
   return success();
 }
@@ -399,7 +400,7 @@ LogicalResult Lowerer::LowerGeneric(mlir::linalg::GenericOp g) {
   if (g.getLibraryCallAttr() && IsConv(g)) return LowerConv(g);
   if (g.getLibraryCallAttr() && IsPool(g)) return LowerPool(g);
   if (g.getLibraryCallAttr()) {
-    return g.emitOpError("is a runtime call (") << g.getLibraryCallAttr().getValue()
+    return refuse(g) << "is a runtime call (" << g.getLibraryCallAttr().getValue()
                                                 << ": an ATen kernel), which has no trn lowering";
   }
   llvm::SmallVector<int64_t> ranges = g.getStaticLoopRanges();
@@ -420,11 +421,11 @@ LogicalResult Lowerer::LowerGeneric(mlir::linalg::GenericOp g) {
   for (mlir::OpOperand& operand : g->getOpOperands()) {
     std::string why;
     if (!Supported(operand.get())) {
-      return g.emitOpError("operand ") << operand.getOperandNumber() << " has element type " << ElementOf(operand.get())
+      return refuse(g) << "operand " << operand.getOperandNumber() << " has element type " << ElementOf(operand.get())
                                        << ", which has no trn lowering";
     }
     auto a = AccessOf(operand.get(), maps[operand.getOperandNumber()], &why);
-    if (!a) return g.emitOpError("operand ") << operand.getOperandNumber() << ": " << why;
+    if (!a) return refuse(g) << "operand " << operand.getOperandNumber() << ": " << why;
     access.push_back(*a);
   }
   mlir::Block& body = g.getRegion().front();
@@ -439,7 +440,7 @@ LogicalResult Lowerer::LowerGeneric(mlir::linalg::GenericOp g) {
       std::string op;
       Value x;
       if (!MatchCombine(yield.getOperand(o), acc, &op, &x, &combiners)) {
-        return g.emitOpError("reduction body is not `combine(f(inputs), accumulator)` with add, max or min");
+        return refuse(g) << "reduction body is not `combine(f(inputs), accumulator)` with add, max or min";
       }
       combine[o] = op;
       reduced[o] = x;

@@ -15,6 +15,7 @@
 #include "mlir/IR/AffineMap.h"
 #include "mlir/IR/Builders.h"
 #include "mlir_lowering/trn/TrnDialect.h"
+#include "mlir_lowering/trn/TrnRefuse.h"
 
 namespace trn::ir::lower_linalg_detail {
 
@@ -43,11 +44,11 @@ LogicalResult Lowerer::LowerMatmul(mlir::Operation* op, bool batched) {
   Value a = dps.getDpsInputOperand(0)->get(), bm = dps.getDpsInputOperand(1)->get(), c = dps.getDpsInitOperand(0)->get();
   const mlir::Type ta = ElementOf(a), tb = ElementOf(bm), tc = ElementOf(c);
   if (ta != tb || !(ta.isF32() || ta.isBF16()) || !(tc.isF32() || tc.isBF16())) {
-    return op->emitOpError("matmul operands must be f32 or bf16 (and alike)");
+    return refuse(op) << "matmul operands must be f32 or bf16 (and alike)";
   }
   std::string why;
   auto ha = HbmOf(a, &why), hb = HbmOf(bm, &why), hc = HbmOf(c, &why);
-  if (!ha || !hb || !hc) return op->emitOpError(why);
+  if (!ha || !hb || !hc) return refuse(op) << why;
   auto sa = a.getType().cast<mlir::MemRefType>().getShape(), sc = c.getType().cast<mlir::MemRefType>().getShape();
   const int o = batched ? 1 : 0;
   const int64_t batch = batched ? sa[0] : 1, m = sa[o], k = sa[o + 1], n = sc[o + 1];

@@ -25,6 +25,7 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir_lowering/host_passes.h"
 #include "mlir_lowering/trn/LowerLinalgImpl.h"
+#include "mlir_lowering/trn/TrnRefuse.h"
 
 namespace trn::ir::lower_linalg_detail {
 namespace {
@@ -112,7 +113,7 @@ LogicalResult Lowerer::LowerPool(mlir::linalg::GenericOp g) {
   for (Value v : g->getOperands().drop_front(2)) {
     auto t = v.getType().dyn_cast<mlir::MemRefType>();
     if (!t || !t.hasStaticShape() || !(t.getElementType().isF32() || t.getElementType().isInteger(64))) {
-      return g.emitOpError("pooling operands must be f32 (indices i64) memrefs of static shape");
+      return refuse(g) << "pooling operands must be f32 (indices i64) memrefs of static shape";
     }
   }
   // Tensors: max forward (self | out, indices); max backward (grad_output, self, indices |
@@ -128,7 +129,7 @@ LogicalResult Lowerer::LowerPool(mlir::linalg::GenericOp g) {
   const Nchw Y = Planes(backward ? gout : result, g, &why, &ok);
   const Nchw R = Planes(result, g, &why, &ok);
   const Nchw I = max ? Planes(indices, g, &why, &ok) : Nchw{};
-  if (!ok) return g.emitOpError("pooling operand: ") << why;
+  if (!ok) return refuse(g) << "pooling operand: " << why;
   // Geometry: kernel, stride, padding, dilation per spatial axis.
   int64_t k[2], s[2], p[2] = {0, 0}, d[2] = {1, 1};
   bool include_pad = true;
@@ -136,7 +137,7 @@ LogicalResult Lowerer::LowerPool(mlir::linalg::GenericOp g) {
   if (adaptive) {
     for (int i = 0; i < 2; ++i) {
       if (Y.size[2 + i] <= 0 || X.size[2 + i] % Y.size[2 + i] != 0) {
-        return g.emitOpError("adaptive pooling whose output does not divide the input (no trn lowering)");
+        return refuse(g) << "adaptive pooling whose output does not divide the input (no trn lowering)";
       }
       k[i] = s[i] = X.size[2 + i] / Y.size[2 + i];
     }

@@ -9,6 +9,7 @@
 #include "mlir/Pass/Pass.h"
 #include "mlir_lowering/trn/TrnDialect.h"
 #include "mlir_lowering/trn/TrnPasses.h"
+#include "mlir_lowering/trn/TrnRefuse.h"
 #include "runtime/neuroncore/target.h"
 
 namespace trn::ir {
@@ -163,7 +164,7 @@ struct AllocateTilesPass : public mlir::PassWrapper<AllocateTilesPass, mlir::Ope
         }
       }
       if (!placed) {
-        f.emitError("tiles do not fit ") << target->name << "'s SBUF (" << target->sbuf_bytes_per_partition
+        refuseWithoutPrefix(f) << "tiles do not fit " << target->name << "'s SBUF (" << target->sbuf_bytes_per_partition
                                          << " B per partition) or PSUM (" << target->psum_bytes_per_partition
                                          << " B) even without double buffering";
         return signalPassFailure();
