@@ -67,7 +67,8 @@ bool LoweringRegistry::TrnLowers(absl::string_view name) const {
   name = Folded(name);
   if (lowering->runtime_call) {
     return name == "aten::mm" || name == "aten::addmm" || name == "aten::bmm" || name == "aten::baddbmm" ||
-           name == "aten::embedding" || name == "aten::index_select" || name == "aten::convolution" ||
+           name == "aten::embedding" || name == "aten::index_select" || name == "aten::embedding_dense_backward" ||
+           name == "aten::convolution" ||
            name == "aten::convolution_backward" || name == "aten::max_pool2d_with_indices" ||
            name == "aten::max_pool2d_with_indices_backward" || name == "aten::avg_pool2d" ||
            name == "aten::avg_pool2d_backward" || name == "aten::adaptive_avg_pool2d" ||
@@ -92,6 +93,12 @@ bool LoweringRegistry::TrnAcceptsCall(const runtime::OpRecord& r, std::string* w
   const std::string& name = r.op.schema().name();
   if (name == "aten::embedding" && Rank(r, 0) != 2) {
     *why = "gather shape (no trn lowering)";
+    return false;
+  }
+  // embedding_dense_backward(grad_output, indices, num_weights, padding_idx, scale_grad_by_freq).
+  if (name == "aten::embedding_dense_backward" &&
+      (BoolArg(r, 4) || (Rank(r, 0) >= 1 && r.args[0].toTensor().scalar_type() != at::kFloat))) {
+    *why = "embedding backward with scale_grad_by_freq or not f32 (no trn lowering)";
     return false;
   }
   if (name == "aten::index_select") {
