@@ -199,7 +199,7 @@ static absl::Status RunOnDevice(const CompiledUnit& unit, const std::vector<OpRe
     for (size_t i = 0; i < counts.size(); ++i) {
       if (counts[i] != 0) {
         *failed_op = (*unit.checks)[i].op_index;
-        return MakeOpError(ErrorKind::kIndex, (*unit.checks)[i].message);
+        return MakeOpError((*unit.checks)[i].kind, (*unit.checks)[i].message);
       }
     }
     for (size_t i = 0; i < unit.outputs.size(); ++i) {
@@ -287,7 +287,7 @@ absl::Status RunCompiledUnit(const CompiledUnit& unit, const std::vector<OpRecor
     for (size_t i = 0; i < counts.size(); ++i) {
       if (counts[i] != 0) {
         *failed_op = (*unit.checks)[i].op_index;
-        return MakeOpError(ErrorKind::kIndex, (*unit.checks)[i].message);
+        return MakeOpError((*unit.checks)[i].kind, (*unit.checks)[i].message);
       }
     }
     for (size_t i = 0; i < unit.outputs.size(); ++i) {

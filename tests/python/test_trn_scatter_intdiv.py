@@ -74,3 +74,57 @@ def test_embedding_backward_on_trn2():
     assert "aten::embedding_dense_backward" in ran_on_core(dev)
     assert dev["ops_on_host"] == 0 and dev["host_transfer_bytes"] == 0, dev
     assert dev["engine_busy_ns"]["dma"] > 0
+
+
+def test_integer_division_on_trn2():
+    # Truncating and floored quotients, Python's and C's remainders, of int64 and int32 tensors
+    # by tensors and scalars of both signs, values up to 2e9 (beyond fp32's exact 2^24: the
+    # rounded fp32 quotient is refined and corrected in integers), exactly as CPU.
+    out = last_json(run_python("""
+        import json, torch, torch_trn
+        g = torch.Generator().manual_seed(0)
+        a = torch.randint(-2_000_000_000, 2_000_000_000, (40, 50), generator=g)
+        a[0, :8] = torch.tensor([0, 7, -7, 6, -6, 2_000_000_000, -2_000_000_000, 1])
+        b = torch.randint(-70_000, 70_000, (40, 50), generator=g)
+        b[b == 0] = 3
+        b[0, :8] = torch.tensor([3, 2, 2, -3, -3, 7, -1, -2_000_000_000])
+        s = torch.randint(-300, 300, (40, 50), generator=g, dtype=torch.int32)
+        t = torch.randint(1, 17, (40, 50), generator=g, dtype=torch.int32) * torch.tensor([1, -1]).repeat(25).int()
+        def f(dev):
+            A, B, S, T = a.to(dev), b.to(dev), s.to(dev), t.to(dev)
+            r = {"trunc": torch.div(A, B, rounding_mode="trunc"), "floor": torch.div(A, B, rounding_mode="floor"),
+                 "floordiv": A // B, "rem": A % B, "fmod": torch.fmod(A, B),
+                 "scalar_floordiv": A // 7, "scalar_rem": A % -5, "scalar_trunc": torch.div(A, -3, rounding_mode="trunc"),
+                 "i32_floordiv": S // T, "i32_rem": torch.remainder(S, T), "i32_fmod": torch.fmod(S, 4),
+                 "index_math": (torch.arange(1000, device=dev) // 37) * 37 + torch.arange(1000, device=dev) % 37}
+            return {k: v.cpu() for k, v in r.items()}
+        ref = f("cpu")
+        torch_trn.reset_stats()
+        got = f("neuron")
+        d = torch_trn.stats()["device"]
+        errors = {}
+        for name, op in {"floordiv": lambda x, y: x // y, "rem": lambda x, y: x % y,
+                         "trunc": lambda x, y: torch.div(x, y, rounding_mode="trunc")}.items():
+            msgs = []
+            for dev in ("cpu", "neuron"):
+                try:
+                    op(torch.tensor([5, 6]).to(dev), torch.tensor([1, 0]).to(dev)).cpu()
+                    msgs.append(None)
+                except RuntimeError as e:
+                    msgs.append(str(e))
+            errors[name] = msgs
+        print(json.dumps({"equal": {k: bool(torch.equal(got[k], ref[k])) for k in ref},
+                          "dtypes": {k: str(got[k].dtype) == str(ref[k].dtype) for k in ref},
+                          "errors": errors, "dev": d}))
+    """, env=TRN))
+    assert all(out["equal"].values()), out["equal"]
+    assert all(out["dtypes"].values()), out["dtypes"]
+    dev = out["dev"]
+    ran = ran_on_core(dev)
+    for op in ("aten::div", "aten::floor_divide", "aten::remainder", "aten::fmod"):
+        assert op in ran, sorted(ran)
+    assert dev["ops_on_host"] == 0, dev
+    # A zero divisor raises ATen's RuntimeError, naming the op and the line on the device.
+    for name, (cpu, neuron) in out["errors"].items():
+        assert cpu and "ZeroDivisionError" in cpu, (name, cpu)
+        assert neuron and "ZeroDivisionError" in neuron, (name, neuron)

@@ -208,6 +208,7 @@ class Lowerer {
   std::optional<LogicalResult> LowerIntegerOp(mlir::Operation& op, llvm::ArrayRef<Val> in, const TileSpace& t,
                                               llvm::DenseMap<Value, Val>& vals);
   LogicalResult LowerIndex(mlir::linalg::IndexOp op, const TileSpace& t, llvm::DenseMap<Value, Val>& vals);
+  Val IntDivide(bool remainder, bool floor, const Val& a, const Val& b, const TileSpace& t);
 
   // ---- gathers and scatters: embedding, index_select, embedding backward (LowerGather.cpp) ----
 

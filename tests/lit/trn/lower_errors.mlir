@@ -20,8 +20,8 @@ func.func @int_div(%x: memref<8xi64>, %y: memref<8xi64>) {
       ins(%x : memref<8xi64>) outs(%y : memref<8xi64>) {
   ^bb0(%a: i64, %b: i64):
     %two = arith.constant 2 : i64
-    // expected-error @+1 {{'arith.floordivsi' op has no trn lowering}}
-    %d = arith.floordivsi %a, %two : i64
+    // expected-error @+1 {{'arith.divui' op has no trn lowering}}
+    %d = arith.divui %a, %two : i64
     linalg.yield %d : i64
   }
   return
