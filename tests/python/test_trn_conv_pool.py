@@ -110,6 +110,37 @@ def test_pooling_forward_and_backward_on_trn2():
     assert dev["engine_busy_ns"]["vector"] > 0 and dev["engine_busy_ns"]["gpsimd"] > 0  # iota indices
 
 
+def test_max_pool_all_minus_inf_windows_on_trn2():
+    # A window whose values inside the input are all -inf: ATen keeps the index of its first
+    # position inside the input (not a padding position); the gradient goes there too. Padding on
+    # both sides, dilation, a rectangular kernel; columns and rows of -inf at the edges.
+    out = last_json(run_python("""
+        import json, torch, torch_trn, torch.nn.functional as F
+        torch.manual_seed(0)
+        x0 = torch.randn(2, 3, 9, 10)
+        x0[:, :, :4, :] = float("-inf")
+        x0[:, :, :, -3:] = float("-inf")
+        x0[1, 2] = float("-inf")
+        cases = {"k3s2p1": dict(kernel_size=3, stride=2, padding=1),
+                 "k3s1p1": dict(kernel_size=3, stride=1, padding=1),
+                 "k3x2_dil": dict(kernel_size=(3, 2), stride=(1, 2), padding=(1, 1), dilation=(2, 3))}
+        def run(dev):
+            r = {}
+            for name, kw in cases.items():
+                x = x0.clone().to(dev).requires_grad_()
+                v, i = F.max_pool2d(x, return_indices=True, **kw)
+                v.masked_fill(torch.isinf(v), 0.0).sum().backward()
+                r[name], r[name + "_idx"], r[name + "_grad"] = v.detach().cpu(), i.cpu(), x.grad.cpu()
+            return r
+        ref, got = run("cpu"), run("neuron")
+        print(json.dumps({"same": {k: bool(torch.equal(got[k], ref[k])) for k in ref},
+                          "dev": torch_trn.stats()["device"]}))
+    """, env=TRN))
+    assert all(out["same"].values()), out["same"]
+    ran = ran_on_core(out["dev"])
+    assert {"aten::max_pool2d_with_indices", "aten::max_pool2d_with_indices_backward"} <= ran, sorted(ran)
+
+
 def test_nll_loss_forward_on_trn2():
     out = last_json(run_python("""
         import json, torch, torch_trn, torch.nn.functional as F
