@@ -108,14 +108,14 @@ bool LoweringRegistry::TrnAcceptsCall(const runtime::OpRecord& r, std::string* w
       return false;
     }
   }
-  // Convolutions (trn/LowerConv.cpp): 1-D and 2-D, not transposed.
+  // Convolutions (trn/LowerConv.cpp): 1-D and 2-D, regular and transposed.
   //   convolution(input, weight, bias, stride, padding, dilation, transposed, output_padding, groups)
   //   convolution_backward(grad_output, input, weight, bias_sizes, stride, padding, dilation, transposed, ...)
   if (name == "aten::convolution" || name == "aten::convolution_backward") {
     const bool backward = name == "aten::convolution_backward";
     const int64_t rank = Rank(r, backward ? 1 : 0);
-    if ((rank != 3 && rank != 4) || BoolArg(r, backward ? 7 : 6)) {
-      *why = "convolution shape (no trn lowering for 3-D or transposed convolutions)";
+    if (rank != 3 && rank != 4) {
+      *why = "convolution shape (no trn lowering for 3-D convolutions)";
       return false;
     }
   }

@@ -67,6 +67,45 @@ def test_convolutions_forward_and_backward_on_trn2():
     assert dev["matmul_flops"] > 0
 
 
+def test_transposed_convolutions_forward_and_backward_on_trn2():
+    # conv_transpose1d/2d: strides with output_padding, padding, dilation, groups, depthwise,
+    # with and without bias; output, grad input, grad weight and grad bias against CPU.
+    out = last_json(run_python("""
+        import json, torch, torch_trn, torch.nn.functional as F
+        torch.manual_seed(0)
+        cases = {  # input, weight (in, out / groups, k...), stride, padding, output_padding, dilation, groups, bias
+            "2d_s2_outpad": ((2, 4, 5, 6), (4, 3, 3, 3), 2, 1, 1, 1, 1, True),
+            "2d_grouped_dilated": ((1, 6, 4, 5), (6, 2, 2, 3), (2, 1), (0, 1), (1, 0), (1, 2), 3, False),
+            "2d_depthwise": ((2, 5, 6, 6), (5, 1, 3, 3), 2, 1, 0, 1, 5, True),
+            "2d_k4s2": ((1, 8, 4, 4), (8, 5, 4, 4), 2, 1, 0, 1, 1, True),
+            "1d": ((2, 4, 9), (4, 6, 5), 3, 2, 2, 1, 1, True),
+            "wide_channels": ((1, 130, 3, 3), (130, 140, 1, 1), 1, 0, 0, 1, 1, False),
+        }
+        diffs = {}
+        for name, (xs, ws, stride, padding, out_pad, dilation, groups, has_bias) in cases.items():
+            x, w = torch.randn(xs), torch.randn(ws)
+            b = torch.randn(ws[1] * groups) if has_bias else None
+            conv = F.conv_transpose2d if len(xs) == 4 else F.conv_transpose1d
+            def run(dev):
+                X, W = x.clone().to(dev).requires_grad_(), w.clone().to(dev).requires_grad_()
+                B = b.clone().to(dev).requires_grad_() if b is not None else None
+                y = conv(X, W, B, stride=stride, padding=padding, output_padding=out_pad, groups=groups, dilation=dilation)
+                g = torch.linspace(-1, 1, y.numel()).reshape(y.shape).to(dev)
+                (y * g).sum().backward()
+                return [t.detach().cpu() for t in [y, X.grad, W.grad] + ([B.grad] if B is not None else [])]
+            ref, got = run("cpu"), run("neuron")
+            diffs[name] = [float((a - r).abs().max() / r.abs().max().clamp_min(1e-6)) for a, r in zip(got, ref)]
+        torch_trn.sync()
+        print(json.dumps({"diffs": diffs, "dev": torch_trn.stats()["device"]}))
+    """, env=TRN))
+    for name, d in out["diffs"].items():
+        assert max(d) < 1e-5, f"{name}: relative differences vs CPU {d}"
+    dev = out["dev"]
+    assert {"aten::convolution", "aten::convolution_backward"} <= ran_on_core(dev), sorted(ran_on_core(dev))
+    assert dev["host_group_reasons"] == {}, dev["host_group_reasons"]
+    assert dev["ops_on_host"] == 0, dev
+
+
 def test_pooling_forward_and_backward_on_trn2():
     out = last_json(run_python("""
         import json, torch, torch_trn, torch.nn.functional as F
