@@ -97,8 +97,9 @@ bool LoweringRegistry::TrnAcceptsCall(const runtime::OpRecord& r, std::string* w
   }
   // embedding_dense_backward(grad_output, indices, num_weights, padding_idx, scale_grad_by_freq).
   if (name == "aten::embedding_dense_backward" &&
-      (BoolArg(r, 4) || (Rank(r, 0) >= 1 && r.args[0].toTensor().scalar_type() != at::kFloat))) {
-    *why = "embedding backward with scale_grad_by_freq or not f32 (no trn lowering)";
+      (BoolArg(r, 4) || (Rank(r, 0) >= 1 && (r.args[0].toTensor().scalar_type() != at::kFloat ||
+                                             !r.args[0].toTensor().is_contiguous())))) {
+    *why = "embedding backward with scale_grad_by_freq, strided or not f32 (no trn lowering)";
     return false;
   }
   if (name == "aten::index_select") {
