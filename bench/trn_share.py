@@ -8,7 +8,8 @@ AdamW steps on the device and on the CPU from the same weights and inputs, then
   share      = ops_on_device / (ops_on_device + ops_on_host)   (stats()["device"])
   loss diff  = max relative difference of the step losses vs CPU
   modeled ms = the NeuronCore model's time for the steps, and the busiest engines
-  host ops   = the ops that still ran on the host, by name (top 5)
+  host ops   = in the JSON line: ops without a lowering (unlowered_ops), host fallbacks, groups
+               sent to the host and why, shape variants refused
 One JSON line per model, then a Markdown table. A model that fails prints its error.
 """
 import argparse
@@ -48,14 +49,16 @@ def train(model, inputs):
 torch_trn.reset_stats()
 dev = train(dev_model, dev_in)
 torch_trn.wait_for_compiles()
-d = torch_trn.stats()["device"]
+st = torch_trn.stats()
+d = st["device"]
 ref = train(cpu_model, cpu_in)
 rel = max(abs(a - b) / max(abs(b), 1e-6) for a, b in zip(dev, ref))
 on, off = d.get("ops_on_device", 0), d.get("ops_on_host", 0)
 print("RESULT " + json.dumps({{"model": {name!r}, "share": on / max(1, on + off), "loss_rel_diff": rel,
       "modeled_ms": d.get("modeled_ns", 0) / 1e6,
       "engines_ms": {{k: v / 1e6 for k, v in sorted(d.get("engine_busy_ns", {{}}).items(), key=lambda kv: -kv[1])}},
-      "host_group_reasons": d.get("host_group_reasons", {{}})}}))
+      "host_group_reasons": d.get("host_group_reasons", {{}}), "unlowered_ops": st.get("unlowered_ops", {{}}),
+      "host_fallbacks": st.get("host_fallbacks", {{}}), "shape_variants_refused": st.get("shape_variants_refused", 0)}}))
 """
 
 

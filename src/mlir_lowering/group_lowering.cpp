@@ -38,10 +38,7 @@ bool GroupLowering::CanLower(const runtime::OpRecord& record, std::string* why) 
   // On a trn target, ops the NeuronCore cannot run (ATen-kernel calls other than the matrix
   // products and the gathers, data-dependent reads in a body, f64 and narrow integer tensors)
   // run op by op on the host, outside the groups, so they do not send a whole group there.
-  static const bool trn = [] {
-    const absl::StatusOr<runtime::Knobs>& k = runtime::GetKnobs();
-    return k.ok() && k->target != "host";
-  }();
+  const bool trn = TrnTarget();
   if (trn && !LoweringRegistry::Global().TrnLowers(record.op.schema().name())) {
     *why = lowering->runtime_call ? "runtime call (no trn lowering)" : "data-dependent reads (no trn lowering)";
     return false;
@@ -515,7 +512,15 @@ std::string GroupLowering::Materialize(const View& v) {
       .base;
 }
 
-absl::Status GroupLowering::Check(const View& bad, std::string message) {
+bool GroupLowering::TrnTarget() {
+  static const bool trn = [] {
+    const absl::StatusOr<runtime::Knobs>& k = runtime::GetKnobs();
+    return k.ok() && k->target != "host";
+  }();
+  return trn;
+}
+
+absl::Status GroupLowering::Check(const View& bad, std::string message, runtime::ErrorKind kind) {
   if (bad.dtype != c10::kBool) {
     return absl::InternalError("Check takes a bool view");
   }
@@ -526,7 +531,7 @@ absl::Status GroupLowering::Check(const View& bad, std::string message) {
   std::iota(all.begin(), all.end(), 0);
   View count = Reduce(bad, all, /*keepdim=*/false, c10::kLong, 0,
                       [](ScalarBuilder& b, const Scalar& acc, const Scalar& x) { return b.Add(acc, b.Cast(x, c10::kLong)); });
-  checks_.emplace_back(Materialize(count), GroupCheck{current_index(), std::move(message)});
+  checks_.emplace_back(Materialize(count), GroupCheck{current_index(), std::move(message), kind});
   return absl::OkStatus();
 }
 

@@ -39,6 +39,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "mlir_lowering/mlir_text.h"
+#include "runtime/op_error.h"
 #include "runtime/op_record.h"
 
 namespace trn::mlir_lowering {
@@ -137,6 +138,7 @@ struct GroupOutput {
 struct GroupCheck {
   int64_t op_index = 0;  // the op (in the group) the check belongs to
   std::string message;
+  runtime::ErrorKind kind = runtime::ErrorKind::kIndex;  // the exception the failure raises
 };
 
 struct LoweredGroup {
@@ -186,6 +188,8 @@ class GroupLowering {
   // Whether `record` can be lowered at all: a registered lowering, supported dtypes, no empty
   // or host (non-scalar) tensors. Cheap; Add may still refuse particular arguments.
   static bool CanLower(const runtime::OpRecord& record, std::string* why);
+  // Whether NEURON_TARGET is a trn target (some ops lower only for the NeuronCore).
+  static bool TrnTarget();
 
   // Lowers `record` as the next op of the group (its index is size() before the call).
   absl::Status Add(const runtime::OpRecord& record);
@@ -240,10 +244,10 @@ class GroupLowering {
                                 const MultiCombineFn& combine);
   // A tensor SSA value holding exactly `v` (a copy only when v is not whole).
   std::string Materialize(const View& v);
-  // Makes the run fail (IndexError "<message>", blamed on the current op) when any element of
-  // `bad` (a bool view) is true. Compiled code cannot raise; the runtime checks the count after
-  // the call, so the error surfaces like the eager kernel's.
-  absl::Status Check(const View& bad, std::string message);
+  // Makes the run fail (IndexError "<message>", or another `kind`, blamed on the current op)
+  // when any element of `bad` (a bool view) is true. Compiled code cannot raise; the runtime
+  // checks the count after the call, so the error surfaces like the eager kernel's.
+  absl::Status Check(const View& bad, std::string message, runtime::ErrorKind kind = runtime::ErrorKind::kIndex);
   // Lowers the current op as a call into the runtime (ATen's CPU kernel on the buffers).
   // Only for ops that write nothing but their returns (functional or out=).
   absl::Status Extern();

@@ -67,7 +67,8 @@ bool LoweringRegistry::TrnLowers(absl::string_view name) const {
   name = Folded(name);
   if (lowering->runtime_call) {
     return name == "aten::mm" || name == "aten::addmm" || name == "aten::bmm" || name == "aten::baddbmm" ||
-           name == "aten::embedding" || name == "aten::index_select" || name == "aten::convolution" ||
+           name == "aten::embedding" || name == "aten::index_select" || name == "aten::embedding_dense_backward" ||
+           name == "aten::convolution" ||
            name == "aten::convolution_backward" || name == "aten::max_pool2d_with_indices" ||
            name == "aten::max_pool2d_with_indices_backward" || name == "aten::avg_pool2d" ||
            name == "aten::avg_pool2d_backward" || name == "aten::adaptive_avg_pool2d" ||
@@ -94,6 +95,13 @@ bool LoweringRegistry::TrnAcceptsCall(const runtime::OpRecord& r, std::string* w
     *why = "gather shape (no trn lowering)";
     return false;
   }
+  // embedding_dense_backward(grad_output, indices, num_weights, padding_idx, scale_grad_by_freq).
+  if (name == "aten::embedding_dense_backward" &&
+      (BoolArg(r, 4) || (Rank(r, 0) >= 1 && (r.args[0].toTensor().scalar_type() != at::kFloat ||
+                                             !r.args[0].toTensor().is_contiguous())))) {
+    *why = "embedding backward with scale_grad_by_freq, strided or not f32 (no trn lowering)";
+    return false;
+  }
   if (name == "aten::index_select") {
     const int64_t rank = Rank(r, 0), dim = IntArg(r, 1, 1);
     if ((rank != 1 && rank != 2) || (dim != 0 && dim != -rank)) {
@@ -101,14 +109,14 @@ bool LoweringRegistry::TrnAcceptsCall(const runtime::OpRecord& r, std::string* w
       return false;
     }
   }
-  // Convolutions (trn/LowerConv.cpp): 1-D and 2-D, not transposed.
+  // Convolutions (trn/LowerConv.cpp): 1-D and 2-D, regular and transposed.
   //   convolution(input, weight, bias, stride, padding, dilation, transposed, output_padding, groups)
   //   convolution_backward(grad_output, input, weight, bias_sizes, stride, padding, dilation, transposed, ...)
   if (name == "aten::convolution" || name == "aten::convolution_backward") {
     const bool backward = name == "aten::convolution_backward";
     const int64_t rank = Rank(r, backward ? 1 : 0);
-    if ((rank != 3 && rank != 4) || BoolArg(r, backward ? 7 : 6)) {
-      *why = "convolution shape (no trn lowering for 3-D or transposed convolutions)";
+    if (rank != 3 && rank != 4) {
+      *why = "convolution shape (no trn lowering for 3-D convolutions)";
       return false;
     }
   }

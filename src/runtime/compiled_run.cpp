@@ -200,7 +200,7 @@ static absl::Status RunOnDevice(const neuroncore::InstructionStream& stream, con
     for (size_t i = 0; i < counts.size(); ++i) {
       if (counts[i] != 0) {
         *failed_op = (*unit.checks)[i].op_index;
-        return MakeOpError(ErrorKind::kIndex, (*unit.checks)[i].message);
+        return MakeOpError((*unit.checks)[i].kind, (*unit.checks)[i].message);
       }
     }
     for (size_t i = 0; i < unit.outputs.size(); ++i) {
@@ -280,7 +280,7 @@ static absl::Status RunOnHost(void* entry, const CompiledUnit& unit, const std::
     for (size_t i = 0; i < counts.size(); ++i) {
       if (counts[i] != 0) {
         *failed_op = (*unit.checks)[i].op_index;
-        return MakeOpError(ErrorKind::kIndex, (*unit.checks)[i].message);
+        return MakeOpError((*unit.checks)[i].kind, (*unit.checks)[i].message);
       }
     }
     for (size_t i = 0; i < unit.outputs.size(); ++i) {

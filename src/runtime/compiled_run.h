@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "runtime/op_error.h"
 #include "runtime/op_record.h"
 
 namespace trn::runtime {
@@ -78,11 +79,12 @@ struct OutputBuffer {
   bool staged = false;  // written to a scratch buffer, then copied into `tensor`
 };
 
-// A device-side check: the code returns a count; non-zero fails the run (an IndexError blamed on
-// the group's op `op_index`).
+// A device-side check: the code returns a count; non-zero fails the run (an IndexError, or
+// `kind`, blamed on the group's op `op_index`).
 struct CheckSlot {
   int64_t op_index = 0;
   std::string message;
+  ErrorKind kind = ErrorKind::kIndex;  // what the failure raises (ZeroDivisionError: kRuntime)
 };
 
 // One run of a compiled group: the code plus this run's buffers (same geometry as the buffers

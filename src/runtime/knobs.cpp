@@ -111,10 +111,11 @@ const std::vector<KnobSpec>& KnobSpecs() {
       {"NEURON_COMPILE_NICE", "10", "integer 0..19",
        "adaptive mode: nice value of the compile threads, so that recording and execution win "
        "the CPU when both want it."},
-      {"NEURON_SHAPE_VARIANTS", "8", "integer >= 0",
+      {"NEURON_SHAPE_VARIANTS", "8 (host), 0 (trn2, trn3)", "integer >= 0",
        "compile and adaptive mode: at most this many shape variants of a group (the same ops "
        "from the same source lines with other shapes, e.g. the attention of each new token in "
-       "generate()) are compiled; further variants run op by op. 0: no bound."},
+       "generate()) are compiled; further variants run op by op. 0: no bound (the default on "
+       "trn targets, whose compiles take milliseconds and whose op-by-op runs leave the core)."},
       {"NEURON_GRAPH_REPLAY", "1", "0 | 1",
        "torch.compile(backend=\"neuron\"): a graph's device ops are recorded once per input "
        "signature and re-issued on later calls without running the graph's Python, the "
@@ -270,6 +271,12 @@ absl::StatusOr<Knobs> ParseKnobs(const EnvLookup& lookup) {
       }
       *k.field = *n;
     }
+  }
+  if (knobs.target != "host" && !lookup("NEURON_SHAPE_VARIANTS")) {
+    // A trn compile is the trn pipeline (milliseconds, no LLVM), and a variant run op by op leaves
+    // the NeuronCore: AdamW's per-parameter updates (the same ops from the user's opt.step() line,
+    // one shape per parameter) exceeded 8 variants in convnextv2_atto and ran on the host.
+    knobs.shape_variants = 0;
   }
   knobs.log_level = static_cast<int>(log_level);
   knobs.opt_level = static_cast<int>(opt_level);

@@ -47,7 +47,7 @@ struct Knobs {
   bool tiering = true;              // adaptive: -O0 first, then opt_level
   bool instant_tier = true;         // adaptive: groups without code run through instant_program.h
   int64_t compile_nice = 10;        // nice value of the compile threads
-  int64_t shape_variants = 8;       // compiled shape variants per group's lines (0: no bound)
+  int64_t shape_variants = 8;       // compiled shape variants per group's lines (0: no bound; trn: 0)
   bool graph_replay = true;         // torch.compile(backend="neuron") graphs replayed (trace/graph_replay.h)
   int64_t executor_threads = 0;     // OpenMP threads of the executor's kernels (0: cores - 1)
   int64_t matmul_threads = 0;       // threads of one large matrix product (0: cores)

@@ -11,7 +11,7 @@
 namespace trn::scheduler {
 namespace {
 
-constexpr uint32_t kPayloadVersion = 1;
+constexpr uint32_t kPayloadVersion = 2;  // 2: a check's error kind
 // Bounds a decoded plan must respect (far above any real one; they keep a corrupted count from
 // allocating much).
 constexpr int64_t kMaxPlanOps = int64_t{1} << 20;
@@ -128,6 +128,7 @@ void EncodePlan(const StoredPlan& s, Writer* w) {
   for (size_t i = 0; i < checks; ++i) {
     w->I64((*p.checks)[i].op_index);
     w->Str((*p.checks)[i].message);
+    w->U32(static_cast<uint32_t>((*p.checks)[i].kind));
   }
   w->I64(p.bytes_written);
   w->I64(p.temporaries);
@@ -192,11 +193,14 @@ absl::StatusOr<StoredPlan> DecodePlan(Reader* r, size_t index) {
       plan->param_args.emplace_back(op, arg);
     }
     auto checks = std::make_shared<std::vector<runtime::CheckSlot>>();
-    const uint32_t n_checks = r->Count(12);
+    const uint32_t n_checks = r->Count(16);
     for (uint32_t i = 0; i < n_checks && r->ok(); ++i) {
       runtime::CheckSlot c;
       c.op_index = r->I64();
       c.message = r->Str();
+      const uint32_t kind = r->U32();
+      if (kind > static_cast<uint32_t>(runtime::ErrorKind::kDistBackend)) return Malformed(index, "a check of no error kind");
+      c.kind = static_cast<runtime::ErrorKind>(kind);
       if (c.op_index < 0 || c.op_index >= plan->len) return Malformed(index, "a check outside the group");
       checks->push_back(std::move(c));
     }

@@ -61,7 +61,7 @@ std::shared_ptr<GroupPlan> PlanOf(const std::vector<runtime::OpRecord>& records,
   plan->param_args = lowered.param_args;
   auto checks = std::make_shared<std::vector<runtime::CheckSlot>>();
   for (const mlir_lowering::GroupCheck& c : lowered.checks) {
-    checks->push_back(runtime::CheckSlot{c.op_index, c.message});
+    checks->push_back(runtime::CheckSlot{c.op_index, c.message, c.kind});
   }
   plan->checks = std::move(checks);
   plan->bytes_written = lowered.bytes_written;

@@ -55,3 +55,36 @@ def test_without_the_bound_every_length_compiles(short):
     assert unbounded["same"], unbounded
     assert unbounded["refused"] == 0
     assert unbounded["compiles"] >= bounded["compiles"] + 24 - 8, (bounded, unbounded)
+
+
+OPTIMIZER = """
+import json, torch, torch_trn
+torch.manual_seed(0)
+cpu = [torch.nn.Parameter(torch.randn(k, 3)) for k in range(1, 121)]   # 120 shapes
+dev = [torch.nn.Parameter(p.detach().clone().to("neuron")) for p in cpu]
+def train(params):
+    opt = torch.optim.AdamW(params, lr=1e-2, foreach=False)   # one update per parameter
+    for step in range(2):
+        loss = sum((p * p).sum() for p in params); loss.backward(); opt.step(); opt.zero_grad()
+    return [p.detach().cpu() for p in params]
+torch_trn.reset_stats()
+got, want = train(dev), train(cpu)
+torch_trn.wait_for_compiles()
+s = torch_trn.stats()
+print(json.dumps({"refused": s["shape_variants_refused"], "off": s["device"]["ops_on_host"],
+                  "same": all(torch.allclose(a, b, rtol=1e-5, atol=1e-6) for a, b in zip(got, want))}))
+"""
+
+
+def test_trn_targets_compile_every_shape_of_an_optimizer_step():
+    # AdamW's per-parameter updates are the same ops from one line (the user's opt.step()) in
+    # one shape per parameter. On a trn target (trn compiles take milliseconds, and a variant run
+    # op by op leaves the NeuronCore) the default is no bound: every update runs on the core.
+    # With the host's bound of 8 set explicitly, variants are refused and run on the host (what
+    # made convnextv2_atto's second step run 195 ops off the core).
+    trn = {"NEURON_TARGET": "trn2", "NEURON_MODE": "compile"}
+    default = last_json(run_python(OPTIMIZER, env=trn, drop=("NEURON_SHAPE_VARIANTS",)))
+    bounded = last_json(run_python(OPTIMIZER, env=dict(trn, NEURON_SHAPE_VARIANTS="8")))
+    assert default["same"] and bounded["same"], (default, bounded)
+    assert default["refused"] == 0 and default["off"] == 0, default
+    assert bounded["refused"] > 0 and bounded["off"] > 0, bounded

@@ -67,6 +67,45 @@ def test_convolutions_forward_and_backward_on_trn2():
     assert dev["matmul_flops"] > 0
 
 
+def test_transposed_convolutions_forward_and_backward_on_trn2():
+    # conv_transpose1d/2d: strides with output_padding, padding, dilation, groups, depthwise,
+    # with and without bias; output, grad input, grad weight and grad bias against CPU.
+    out = last_json(run_python("""
+        import json, torch, torch_trn, torch.nn.functional as F
+        torch.manual_seed(0)
+        cases = {  # input, weight (in, out / groups, k...), stride, padding, output_padding, dilation, groups, bias
+            "2d_s2_outpad": ((2, 4, 5, 6), (4, 3, 3, 3), 2, 1, 1, 1, 1, True),
+            "2d_grouped_dilated": ((1, 6, 4, 5), (6, 2, 2, 3), (2, 1), (0, 1), (1, 0), (1, 2), 3, False),
+            "2d_depthwise": ((2, 5, 6, 6), (5, 1, 3, 3), 2, 1, 0, 1, 5, True),
+            "2d_k4s2": ((1, 8, 4, 4), (8, 5, 4, 4), 2, 1, 0, 1, 1, True),
+            "1d": ((2, 4, 9), (4, 6, 5), 3, 2, 2, 1, 1, True),
+            "wide_channels": ((1, 130, 3, 3), (130, 140, 1, 1), 1, 0, 0, 1, 1, False),
+        }
+        diffs = {}
+        for name, (xs, ws, stride, padding, out_pad, dilation, groups, has_bias) in cases.items():
+            x, w = torch.randn(xs), torch.randn(ws)
+            b = torch.randn(ws[1] * groups) if has_bias else None
+            conv = F.conv_transpose2d if len(xs) == 4 else F.conv_transpose1d
+            def run(dev):
+                X, W = x.clone().to(dev).requires_grad_(), w.clone().to(dev).requires_grad_()
+                B = b.clone().to(dev).requires_grad_() if b is not None else None
+                y = conv(X, W, B, stride=stride, padding=padding, output_padding=out_pad, groups=groups, dilation=dilation)
+                g = torch.linspace(-1, 1, y.numel()).reshape(y.shape).to(dev)
+                (y * g).sum().backward()
+                return [t.detach().cpu() for t in [y, X.grad, W.grad] + ([B.grad] if B is not None else [])]
+            ref, got = run("cpu"), run("neuron")
+            diffs[name] = [float((a - r).abs().max() / r.abs().max().clamp_min(1e-6)) for a, r in zip(got, ref)]
+        torch_trn.sync()
+        print(json.dumps({"diffs": diffs, "dev": torch_trn.stats()["device"]}))
+    """, env=TRN))
+    for name, d in out["diffs"].items():
+        assert max(d) < 1e-5, f"{name}: relative differences vs CPU {d}"
+    dev = out["dev"]
+    assert {"aten::convolution", "aten::convolution_backward"} <= ran_on_core(dev), sorted(ran_on_core(dev))
+    assert dev["host_group_reasons"] == {}, dev["host_group_reasons"]
+    assert dev["ops_on_host"] == 0, dev
+
+
 def test_pooling_forward_and_backward_on_trn2():
     out = last_json(run_python("""
         import json, torch, torch_trn, torch.nn.functional as F
@@ -108,6 +147,37 @@ def test_pooling_forward_and_backward_on_trn2():
         assert op in ran, f"{op} did not run on the modeled core: {sorted(ran)}"
     assert dev["host_group_reasons"] == {}, dev["host_group_reasons"]
     assert dev["engine_busy_ns"]["vector"] > 0 and dev["engine_busy_ns"]["gpsimd"] > 0  # iota indices
+
+
+def test_max_pool_all_minus_inf_windows_on_trn2():
+    # A window whose values inside the input are all -inf: ATen keeps the index of its first
+    # position inside the input (not a padding position); the gradient goes there too. Padding on
+    # both sides, dilation, a rectangular kernel; columns and rows of -inf at the edges.
+    out = last_json(run_python("""
+        import json, torch, torch_trn, torch.nn.functional as F
+        torch.manual_seed(0)
+        x0 = torch.randn(2, 3, 9, 10)
+        x0[:, :, :4, :] = float("-inf")
+        x0[:, :, :, -3:] = float("-inf")
+        x0[1, 2] = float("-inf")
+        cases = {"k3s2p1": dict(kernel_size=3, stride=2, padding=1),
+                 "k3s1p1": dict(kernel_size=3, stride=1, padding=1),
+                 "k3x2_dil": dict(kernel_size=(3, 2), stride=(1, 2), padding=(1, 1), dilation=(2, 3))}
+        def run(dev):
+            r = {}
+            for name, kw in cases.items():
+                x = x0.clone().to(dev).requires_grad_()
+                v, i = F.max_pool2d(x, return_indices=True, **kw)
+                v.masked_fill(torch.isinf(v), 0.0).sum().backward()
+                r[name], r[name + "_idx"], r[name + "_grad"] = v.detach().cpu(), i.cpu(), x.grad.cpu()
+            return r
+        ref, got = run("cpu"), run("neuron")
+        print(json.dumps({"same": {k: bool(torch.equal(got[k], ref[k])) for k in ref},
+                          "dev": torch_trn.stats()["device"]}))
+    """, env=TRN))
+    assert all(out["same"].values()), out["same"]
+    ran = ran_on_core(out["dev"])
+    assert {"aten::max_pool2d_with_indices", "aten::max_pool2d_with_indices_backward"} <= ran, sorted(ran)
 
 
 def test_nll_loss_forward_on_trn2():

@@ -2,8 +2,8 @@
 // fills. Each lowers to one linalg.generic over the destination's shape, which the host pipeline
 // fuses with its neighbours. Numerics follow ATen's CPU kernels (formulas in the same order).
 //
-// Integer division and remainder are not lowered: ATen raises on a zero divisor, native code
-// would trap. They run op by op.
+// Integer division and remainder are lowered on trn targets only (IntegerDivision): ATen raises
+// on a zero divisor, and native host code would trap; on the host they run op by op.
 #include <c10/util/BFloat16.h>
 #include <c10/util/Half.h>
 
@@ -61,15 +61,49 @@ absl::Status Mul(GroupLowering& g, const runtime::OpRecord&) {
       HalfScalars::kOpmath);
 }
 
+// Integer quotient or remainder of self by other on a trn target (the NeuronCore divides
+// without trapping): truncating (div trunc), floored (div floor, floor_divide), C's % (fmod) or
+// Python's (remainder), as ATen's CPU kernels. A zero divisor is replaced by 1 in the body and
+// fails the run through a device-side check with ATen's RuntimeError "ZeroDivisionError".
+enum class IntDiv { kTrunc, kFloor, kFmod, kRemainder };
+absl::Status IntegerDivision(GroupLowering& g, IntDiv mode) {
+  at::Tensor dst = g.Destination(0);
+  if (!GroupLowering::TrnTarget() || !dst.defined() || !c10::isIntegralType(dst.scalar_type(), false)) {
+    return absl::UnimplementedError("integer division (trn targets only)");
+  }
+  const c10::ScalarType t = dst.scalar_type();
+  TRN_ASSIGN_OR_RETURN(Operand other, ArgOperand(g, "other"));
+  View bad = g.Pointwise({other}, dst.sizes().vec(), c10::kBool, [&](ScalarBuilder& b, const Args& a) {
+    return b.Cmp(Cmp::kEq, b.Cast(a[0], t), C(b, 0, t));
+  });
+  TRN_RETURN_IF_ERROR(g.Check(bad, "ZeroDivisionError", runtime::ErrorKind::kRuntime));
+  return PointwiseResult(g, {"self", "other"}, kAuto, [&](ScalarBuilder& b, const Args& a) {
+    const Scalar zero = C(b, 0, t);
+    const Scalar d = b.Select(b.Cmp(Cmp::kEq, a[1], zero), C(b, 1, t), a[1]);
+    const Scalar q = b.Div(a[0], d), r = b.Rem(a[0], d);  // truncating
+    if (mode == IntDiv::kTrunc) return q;
+    if (mode == IntDiv::kFmod) return r;
+    // floored: one less where the remainder is non-zero and its sign differs from the divisor's
+    const Scalar fix = b.And(b.Cmp(Cmp::kNe, r, zero), b.Xor(b.Cmp(Cmp::kLt, r, zero), b.Cmp(Cmp::kLt, d, zero)));
+    if (mode == IntDiv::kFloor) return b.Select(fix, b.Sub(q, C(b, 1, t)), q);
+    return b.Select(fix, b.Add(r, d), r);
+  });
+}
+
+absl::Status FloorDivide(GroupLowering& g, const runtime::OpRecord&) { return IntegerDivision(g, IntDiv::kFloor); }
+
 absl::Status Div(GroupLowering& g, const runtime::OpRecord&) {
   at::Tensor dst = g.Destination(0);
-  if (!dst.defined() || !IsFloat(dst.scalar_type())) {
-    return absl::UnimplementedError("integer division");
-  }
   std::string mode;
   if (HasArg(g, "rounding_mode")) {
     TRN_ASSIGN_OR_RETURN(c10::IValue m, g.Arg("rounding_mode"));
-    mode = m.toStringRef();
+    if (!m.isNone()) mode = m.toStringRef();
+  }
+  if (dst.defined() && !IsFloat(dst.scalar_type()) && (mode == "trunc" || mode == "floor")) {
+    return IntegerDivision(g, mode == "trunc" ? IntDiv::kTrunc : IntDiv::kFloor);
+  }
+  if (!dst.defined() || !IsFloat(dst.scalar_type())) {
+    return absl::UnimplementedError("integer division");
   }
   return PointwiseResult(
       g, {"self", "other"}, kAuto,
@@ -95,6 +129,9 @@ absl::Status FloatOnlyBinary(GroupLowering& g, const std::function<Scalar(Scalar
 }
 
 absl::Status Remainder(GroupLowering& g, const runtime::OpRecord&) {
+  if (g.Destination(0).defined() && !IsFloat(g.Destination(0).scalar_type())) {
+    return IntegerDivision(g, IntDiv::kRemainder);
+  }
   return FloatOnlyBinary(g, [](ScalarBuilder& b, const Args& a) {
     Scalar r = b.Rem(a[0], a[1]);
     Scalar zero = C(b, 0, r.dtype);
@@ -105,6 +142,7 @@ absl::Status Remainder(GroupLowering& g, const runtime::OpRecord&) {
 }
 
 absl::Status Fmod(GroupLowering& g, const runtime::OpRecord&) {
+  if (g.Destination(0).defined() && !IsFloat(g.Destination(0).scalar_type())) return IntegerDivision(g, IntDiv::kFmod);
   return FloatOnlyBinary(g, [](ScalarBuilder& b, const Args& a) { return b.Rem(a[0], a[1]); });
 }
 
@@ -558,6 +596,7 @@ void PopulateElementwise(LoweringRegistry& r) {
   r.Register("aten::div", f, Div);
   r.Register("aten::remainder", f, Remainder);
   r.Register("aten::fmod", f, Fmod);
+  r.Register("aten::floor_divide", f, FloorDivide);
   r.Register("aten::atan2", f, Atan2);
   r.Register("aten::copysign", f, Copysign);
   r.Register("aten::pow", f, Pow);

@@ -122,8 +122,13 @@ std::vector<View> ValueAndIndex(GroupLowering& g, const View& in, const std::vec
     strides[i] = strides[i + 1] * in.sizes[dims[i + 1]];
   }
   const c10::ScalarType t = in.dtype;
+  // The index starts past the last one (so the first element is taken on a tie), at the count
+  // of reduced elements rather than INT64_MAX: trn targets carry int64 as int32, where
+  // INT64_MAX wraps to -1 (an all -inf slice then kept index -1).
+  int64_t count = 1;
+  for (int64_t d : dims) count *= in.sizes[d];
   const std::vector<std::pair<c10::ScalarType, c10::Scalar>> accs = {
-      {t, max ? Lowest(t) : Highest(t)}, {c10::kLong, std::numeric_limits<int64_t>::max()}};
+      {t, max ? Lowest(t) : Highest(t)}, {c10::kLong, std::max<int64_t>(count, 1)}};
   return g.ReduceMulti(in, dims, keepdim, accs, [&](ScalarBuilder& b, const Args& acc, const Scalar& x) {
     Scalar i = b.Constant(0, c10::kLong);
     for (size_t k = 0; k < dims.size(); ++k) {

@@ -138,8 +138,9 @@ LogicalResult Lowerer::LowerIndex(mlir::linalg::IndexOp op, const TileSpace& t, 
 
 // Integer body ops (nullopt: not an integer op). Arithmetic writes i32 tiles, which the
 // engines compute exactly; casts between integer widths and to float are free (tiles are read
-// as values). Division, remainders, shifts and float -> integer casts of tiles (truncation
-// toward zero, which no instruction here does) are refused by name.
+// as values). Unsigned division, shifts and float -> integer casts of tiles (truncation
+// toward zero, which no instruction here does) are refused by name; signed division and
+// remainders are computed from a rounded fp32 quotient, corrected (IntDivide).
 std::optional<LogicalResult> Lowerer::LowerIntegerOp(mlir::Operation& op, llvm::ArrayRef<Val> in, const TileSpace& t,
                                                      llvm::DenseMap<Value, Val>& vals) {
   auto set = [&](const Val& v) -> LogicalResult {
@@ -192,12 +193,59 @@ std::optional<LogicalResult> Lowerer::LowerIntegerOp(mlir::Operation& op, llvm::
     if (in[0].kind() == Kind::kConst) return set(Val::Const(std::trunc(*in[0].constant)));
     return set(in[0]);
   }
+  if (mlir::isa<mlir::arith::DivSIOp, mlir::arith::RemSIOp, mlir::arith::FloorDivSIOp>(op) && !result.isInteger(1)) {
+    return set(IntDivide(mlir::isa<mlir::arith::RemSIOp>(op), mlir::isa<mlir::arith::FloorDivSIOp>(op), in[0], in[1], t));
+  }
   if (mlir::isa<mlir::arith::TruncIOp, mlir::arith::DivSIOp, mlir::arith::DivUIOp, mlir::arith::RemSIOp,
                 mlir::arith::RemUIOp, mlir::arith::FloorDivSIOp, mlir::arith::CeilDivSIOp, mlir::arith::ShLIOp,
                 mlir::arith::ShRSIOp, mlir::arith::ShRUIOp, mlir::arith::FPToSIOp, mlir::arith::FPToUIOp>(op)) {
     return refuse(&op) << "has no trn lowering";
   }
   return std::nullopt;
+}
+
+// Signed integer division on i32 tiles (arith.divsi, remsi, floordivsi), which no engine does:
+// q = the fp32 quotient rounded to an integer (a tensor_copy into an i32 tile), refined once by
+// the rounded quotient of the remainder a - q b (exact in integers: for |a| up to 2^31 the
+// first quotient is off by at most ~2^8, the refined one is the floor or the ceiling of a / b),
+// then corrected to the floor (the remainder takes the divisor's sign) and, for truncation, to
+// the quotient rounded toward zero (the remainder takes the dividend's sign). Returns the
+// quotient, or the remainder when `remainder`. The divisor is non-zero (the group lowering
+// replaced zeros and checks for them).
+Lowerer::Val Lowerer::IntDivide(bool remainder, bool floor, const Val& a, const Val& b, const TileSpace& t) {
+  const mlir::Type i32 = b_.getI32Type(), f32 = b_.getF32Type();
+  if (a.kind() == Kind::kConst && b.kind() == Kind::kConst) {
+    const int64_t x = static_cast<int64_t>(*a.constant), y = static_cast<int64_t>(*b.constant);
+    int64_t q = y == 0 ? 0 : x / y, r = y == 0 ? 0 : x % y;
+    if (floor && r != 0 && ((r < 0) != (y < 0))) { q -= 1; r += y; }
+    return Val::Const(static_cast<double>(remainder ? r : q));
+  }
+  const Val zero = Val::Const(0.0);
+  auto round = [&](const Val& x) {  // x (f32) to the nearest integer
+    if (x.kind() == Kind::kConst) return Val::Const(std::nearbyint(*x.constant));
+    Value tile = NewTile(t, x.kind(), i32);
+    Make<TensorCopyOp>(x.tile, tile);
+    return Wrap(tile, x.kind());
+  };
+  auto rest = [&](const Val& q) {  // a - q b
+    return Binary("subtract", "", a, Binary("multiply", "multiply", q, b, t, i32), t, i32);
+  };
+  Val q = round(Binary("divide", "", a, b, t, f32));
+  Val r = rest(q);
+  q = Binary("add", "add", q, round(Binary("divide", "", r, b, t, f32)), t, i32);
+  r = rest(q);
+  const Val b_neg = Binary("is_lt", "is_gt", b, zero, t);
+  const Val fix = Binary("logical_and", "logical_and", Binary("not_equal", "not_equal", r, zero, t),
+                         Binary("not_equal", "not_equal", Binary("is_lt", "is_gt", r, zero, t), b_neg, t), t);
+  q = Binary("subtract", "", q, fix, t, i32);
+  r = Binary("add", "add", r, Binary("multiply", "multiply", fix, b, t, i32), t, i32);
+  if (!floor) {  // floor + 1 where the remainder is non-zero and the signs of a and b differ
+    const Val up = Binary("logical_and", "logical_and", Binary("not_equal", "not_equal", r, zero, t),
+                          Binary("not_equal", "not_equal", Binary("is_lt", "is_gt", a, zero, t), b_neg, t), t);
+    q = Binary("add", "add", q, up, t, i32);
+    r = Binary("subtract", "", r, Binary("multiply", "multiply", up, b, t, i32), t, i32);
+  }
+  return remainder ? r : q;
 }
 
 }  // namespace trn::ir::lower_linalg_detail

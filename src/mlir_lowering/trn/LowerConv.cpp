@@ -1,7 +1,10 @@
 // trn-lower-linalg: convolutions, which the group lowering leaves as ATen runtime calls
 // (`aten::convolution`, `aten::convolution_backward`, recognised by trn.extern_op; their int and
 // list arguments in trn.extern_ints / trn.extern_lists, host_passes.h). 1-D and 2-D, any stride,
-// padding, dilation and groups; not transposed (GroupLowering::CanLower sends those to the host).
+// padding, dilation and groups, regular and transposed (3-D ones GroupLowering::CanLower sends to
+// the host). A transposed convolution is the grad input of the regular one (below); its grad
+// input is the regular forward of grad_output, its grad weight the regular one with input and
+// grad_output exchanged.
 //
 // Everything is a *sum of shifted products* (ConvSum, LowerLinalgImpl.h): per output channel
 // tile and block of output positions, one TensorE matmul per kernel tap and input-channel tile,
@@ -238,7 +241,7 @@ LogicalResult Lowerer::LowerConv(mlir::linalg::GenericOp g) {
   if (!ints || ints.size() != 2 || !lists || lists.size() != (backward ? 6u : 4u)) {
     return g.emitOpError("convolution call without its arguments (trn.extern_ints, trn.extern_lists)");
   }
-  if (ints[0] != 0) return refuse(g) << "transposed convolution (no trn lowering)";
+  const bool transposed = ints[0] != 0;
   auto list = [&](int i) {
     auto a = lists[i].dyn_cast<mlir::DenseI64ArrayAttr>();
     return a ? llvm::SmallVector<int64_t>(a.asArrayRef()) : llvm::SmallVector<int64_t>();
@@ -272,8 +275,11 @@ LogicalResult Lowerer::LowerConv(mlir::linalg::GenericOp g) {
   auto hx = HbmOf(x, &why), hw = hx ? HbmOf(w, &why) : std::nullopt;
   if (!hw) return refuse(g) << "convolution operand: " << why;
   const Nchw X = shape4(x, *hx), W = shape4(w, *hw);
-  const int64_t n = X.size[0], c = X.size[1], o = W.size[0], kh = W.size[2], kw = W.size[3];
-  if (groups <= 0 || c % groups != 0 || o % groups != 0 || W.size[1] != c / groups) {
+  // The channels of the regular convolution this is (or whose transpose this is): c in, o out;
+  // a transposed convolution's weight is (in = o, out / groups = c / groups, kh, kw).
+  const int64_t n = X.size[0], o = W.size[0], kh = W.size[2], kw = W.size[3];
+  const int64_t c = transposed ? W.size[1] * groups : X.size[1];
+  if (groups <= 0 || c % groups != 0 || o % groups != 0 || W.size[1] != c / groups || (transposed && X.size[1] != o)) {
     return g.emitOpError("convolution groups do not divide the channels");
   }
   const int64_t cg = c / groups, og = o / groups;
@@ -290,12 +296,8 @@ LogicalResult Lowerer::LowerConv(mlir::linalg::GenericOp g) {
     }
     return taps;
   };
-  if (!backward) {
-    auto hy = HbmOf(results[0], &why);
-    if (!hy) return refuse(g) << "convolution result: " << why;
-    const Nchw Y = shape4(results[0], *hy);
-    std::optional<Hbm> hb = bias ? HbmOf(bias, &why) : std::nullopt;
-    if (bias && !hb) return refuse(g) << "convolution bias: " << why;
+  // The regular convolution Y = conv(X, W) (+ bias per channel of Y).
+  auto forward = [&](const Nchw& X, const Nchw& Y, const std::optional<Hbm>& hb) {
     for (int64_t b = 0; b < n; ++b) {
       for (int64_t gi = 0; gi < (depthwise ? 1 : groups); ++gi) {
         ConvSum s;
@@ -311,10 +313,60 @@ LogicalResult Lowerer::LowerConv(mlir::linalg::GenericOp g) {
         s.w = W.buffer;
         s.w_k_stride = W.stride[1], s.w_m_stride = W.stride[0];
         s.taps = taps_of(gi * og * W.stride[0]);
-        if (bias) s.bias = hb->memref, s.bias_offset = hb->offset + gi * og * hb->strides[0], s.bias_stride = hb->strides[0];
+        if (hb) s.bias = hb->memref, s.bias_offset = hb->offset + gi * og * hb->strides[0], s.bias_stride = hb->strides[0];
         s.depthwise = depthwise;
         EmitConvSum(s);
       }
+    }
+  };
+  // Its transpose I = conv^T(G, W) (grad input; a transposed convolution's forward, + bias per
+  // channel of I). Phase (ph, pw): rows ph + stride t of I; tap i reads G's row
+  // t + (ph + pad - i dil) / stride.
+  auto transpose = [&](const Nchw& G, const Nchw& I, const std::optional<Hbm>& hb) {
+    for (int64_t b = 0; b < n; ++b) {
+      for (int64_t gi = 0; gi < (depthwise ? 1 : groups); ++gi) {
+        for (int64_t ph = 0; ph < std::min(stride[0], I.size[2]); ++ph) {
+          for (int64_t pw = 0; pw < std::min(stride[1], I.size[3]); ++pw) {
+            ConvSum s;
+            s.y = I.buffer;
+            s.y_offset = I.offset + b * I.stride[0] + gi * cg * I.stride[1] + ph * I.stride[2] + pw * I.stride[3];
+            s.y_channel = I.stride[1], s.y_row = stride[0] * I.stride[2], s.y_col = stride[1] * I.stride[3];
+            s.channels = depthwise ? c : cg;
+            s.rows = CeilDiv(I.size[2] - ph, stride[0]), s.cols = CeilDiv(I.size[3] - pw, stride[1]);
+            s.x = G.buffer;
+            s.x_offset = G.offset + b * G.stride[0] + gi * og * G.stride[1];
+            s.x_channel = G.stride[1], s.x_row = G.stride[2], s.x_col = G.stride[3];
+            s.in_channels = depthwise ? o : og, s.x_rows = G.size[2], s.x_cols = G.size[3];
+            s.w = W.buffer;
+            s.w_k_stride = W.stride[0], s.w_m_stride = depthwise ? W.stride[0] : W.stride[1];
+            for (int64_t i = 0; i < kh; ++i) {
+              const int64_t dh = ph + padding[0] - i * dilation[0];
+              if (((dh % stride[0]) + stride[0]) % stride[0] != 0) continue;
+              for (int64_t j = 0; j < kw; ++j) {
+                const int64_t dw = pw + padding[1] - j * dilation[1];
+                if (((dw % stride[1]) + stride[1]) % stride[1] != 0) continue;
+                s.taps.push_back({W.offset + gi * og * W.stride[0] + i * W.stride[2] + j * W.stride[3], dh / stride[0],
+                                  dw / stride[1]});
+              }
+            }
+            if (hb) s.bias = hb->memref, s.bias_offset = hb->offset + gi * cg * hb->strides[0], s.bias_stride = hb->strides[0];
+            s.depthwise = depthwise;
+            EmitConvSum(s);
+          }
+        }
+      }
+    }
+  };
+  if (!backward) {
+    auto hy = HbmOf(results[0], &why);
+    if (!hy) return refuse(g) << "convolution result: " << why;
+    const Nchw Y = shape4(results[0], *hy);
+    std::optional<Hbm> hb = bias ? HbmOf(bias, &why) : std::nullopt;
+    if (bias && !hb) return refuse(g) << "convolution bias: " << why;
+    if (transposed) {
+      transpose(X, Y, hb);
+    } else {
+      forward(X, Y, hb);
     }
     return success();
   }
@@ -331,43 +383,14 @@ LogicalResult Lowerer::LowerConv(mlir::linalg::GenericOp g) {
   auto hg = HbmOf(gout, &why);
   if (!hg) return refuse(g) << "convolution grad_output: " << why;
   const Nchw G = shape4(gout, *hg);
-  const int64_t oh = G.size[2], ow = G.size[3];
-  if (gin) {
+  if (gin) {  // a transposed convolution's grad input is the regular convolution of grad_output
     auto hi = HbmOf(gin, &why);
     if (!hi) return refuse(g) << "convolution grad_input: " << why;
     const Nchw I = shape4(gin, *hi);
-    // Phase (ph, pw): input rows ph + stride t; tap i reads grad_output row t + (ph + pad - i dil) / stride.
-    for (int64_t b = 0; b < n; ++b) {
-      for (int64_t gi = 0; gi < (depthwise ? 1 : groups); ++gi) {
-        for (int64_t ph = 0; ph < std::min(stride[0], I.size[2]); ++ph) {
-          for (int64_t pw = 0; pw < std::min(stride[1], I.size[3]); ++pw) {
-            ConvSum s;
-            s.y = I.buffer;
-            s.y_offset = I.offset + b * I.stride[0] + gi * cg * I.stride[1] + ph * I.stride[2] + pw * I.stride[3];
-            s.y_channel = I.stride[1], s.y_row = stride[0] * I.stride[2], s.y_col = stride[1] * I.stride[3];
-            s.channels = depthwise ? c : cg;
-            s.rows = CeilDiv(I.size[2] - ph, stride[0]), s.cols = CeilDiv(I.size[3] - pw, stride[1]);
-            s.x = G.buffer;
-            s.x_offset = G.offset + b * G.stride[0] + gi * og * G.stride[1];
-            s.x_channel = G.stride[1], s.x_row = G.stride[2], s.x_col = G.stride[3];
-            s.in_channels = depthwise ? o : og, s.x_rows = oh, s.x_cols = ow;
-            s.w = W.buffer;
-            s.w_k_stride = W.stride[0], s.w_m_stride = depthwise ? W.stride[0] : W.stride[1];
-            for (int64_t i = 0; i < kh; ++i) {
-              const int64_t dh = ph + padding[0] - i * dilation[0];
-              if (((dh % stride[0]) + stride[0]) % stride[0] != 0) continue;
-              for (int64_t j = 0; j < kw; ++j) {
-                const int64_t dw = pw + padding[1] - j * dilation[1];
-                if (((dw % stride[1]) + stride[1]) % stride[1] != 0) continue;
-                s.taps.push_back({W.offset + gi * og * W.stride[0] + i * W.stride[2] + j * W.stride[3], dh / stride[0],
-                                  dw / stride[1]});
-              }
-            }
-            s.depthwise = depthwise;
-            EmitConvSum(s);
-          }
-        }
-      }
+    if (transposed) {
+      forward(G, I, std::nullopt);
+    } else {
+      transpose(G, I, std::nullopt);
     }
   }
   const mlir::Type f32 = b_.getF32Type();
@@ -387,10 +410,17 @@ LogicalResult Lowerer::LowerConv(mlir::linalg::GenericOp g) {
     acc = Sbuf(rows, {free}, f32);
     Make<MemsetOp>(acc, b_.getF64FloatAttr(0.0));
   };
+  const Nchw& this_g = G;
+  const Nchw& this_x = X;
   if (gw) {
     auto hwg = HbmOf(gw, &why);
     if (!hwg) return refuse(g) << "convolution grad_weight: " << why;
     const Nchw D = shape4(gw, *hwg);
+    // dW[o, c] = sum over positions of (the regular convolution's) grad_output[o] x input[c]:
+    // for a transposed convolution, its input x and grad_output swap those roles.
+    const Nchw& G = transposed ? this_x : this_g;
+    const Nchw& X = transposed ? this_g : this_x;
+    const int64_t oh = G.size[2], ow = G.size[3];
     for (int64_t i = 0; i < kh; ++i) {
       for (int64_t j = 0; j < kw; ++j) {
         // Output positions whose tap (i, j) lies inside the input.
@@ -468,11 +498,11 @@ LogicalResult Lowerer::LowerConv(mlir::linalg::GenericOp g) {
   if (gb) {
     auto hb = HbmOf(gb, &why);
     if (!hb) return refuse(g) << "convolution grad_bias: " << why;
-    for (int64_t o0 = 0; o0 < o; o0 += kMaxPartitions) {
-      const int64_t ob = std::min<int64_t>(kMaxPartitions, o - o0);
+    for (int64_t o0 = 0; o0 < G.size[1]; o0 += kMaxPartitions) {
+      const int64_t ob = std::min<int64_t>(kMaxPartitions, G.size[1] - o0);
       Value acc;
       for (int64_t b = 0; b < n; ++b) {
-        for (const Block& bl : Blocks(oh, ow, kVectorFree)) {
+        for (const Block& bl : Blocks(G.size[2], G.size[3], kVectorFree)) {
           Value go = LoadWindow(Window{G.buffer, G.offset + b * G.stride[0] + o0 * G.stride[1] + bl.r0 * G.stride[2] + bl.c0 * G.stride[3],
                                        ob, G.stride[1], {bl.rb, bl.cb}, {G.stride[2], G.stride[3]}},
                                 bl.rb * bl.cb, f32);

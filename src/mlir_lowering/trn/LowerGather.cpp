@@ -1,10 +1,14 @@
-// trn-lower-linalg: the gathers the group lowering leaves as ATen runtime calls
-// (`aten::embedding`, `aten::index_select` along dim 0), recognised by the call's
-// trn.extern_op / trn.extern_ints attributes (host_passes.h), lowered to indirect DMA:
-// per block of <= 128 indices, the indices are loaded one per partition (i64 narrowed to i32),
-// `dma_gather` brings the table row of each index into its partition, and a DMA stores the
-// block to the result. No compute engine is involved; an index out of range is an error of the
-// dma_gather instruction (the runtime raises ATen's IndexError).
+// trn-lower-linalg: the gathers and scatters the group lowering leaves as ATen runtime calls
+// (`aten::embedding`, `aten::index_select` along dim 0, `aten::embedding_dense_backward`),
+// recognised by the call's trn.extern_op / trn.extern_ints attributes (host_passes.h), lowered
+// to indirect DMA: per block of <= 128 indices, the indices are loaded one per partition (i64
+// narrowed to i32), `dma_gather` brings the table row of each index into its partition, and a
+// DMA stores the block to the result. No compute engine is involved; an index out of range is
+// an error of the dma_gather instruction (the runtime raises ATen's IndexError).
+// Embedding backward is the scatter: the result is zeroed, then per block of <= 128 indices the
+// gradient rows are added to the rows their indices name (`dma_scatter_add`, in index order, as
+// ATen's CPU kernel adds them); rows whose index is padding_idx are zeroed first (a predicated
+// copy of zeros, so an inf or NaN there does not reach the result either).
 #include <string>
 
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -36,7 +40,8 @@ bool RowMajor(mlir::MemRefType type, llvm::ArrayRef<int64_t> strides) {
 
 bool Lowerer::IsGather(mlir::linalg::GenericOp g) {
   auto name = g->getAttrOfType<mlir::StringAttr>(kExternOpAttr);
-  return name && (name.getValue() == "aten::embedding" || name.getValue() == "aten::index_select");
+  return name && (name.getValue() == "aten::embedding" || name.getValue() == "aten::index_select" ||
+                  name.getValue() == "aten::embedding_dense_backward");
 }
 
 // Operands of the call: ctx, op index, the reads in argument order (embedding: weight, indices;
@@ -44,6 +49,7 @@ bool Lowerer::IsGather(mlir::linalg::GenericOp g) {
 LogicalResult Lowerer::LowerGather(mlir::linalg::GenericOp g) {
   const std::string name = g->getAttrOfType<mlir::StringAttr>(kExternOpAttr).getValue().str();
   if (g->hasAttr(kExternPermsAttr)) return refuse(g) << "gathers through a permuted operand (no trn lowering)";
+  if (name == "aten::embedding_dense_backward") return LowerEmbeddingBackward(g);
   if (g->getNumOperands() != 5) return g.emitOpError("is not a two-input, one-result gather");
   Value table = g->getOperand(2), indices = g->getOperand(3), out = g->getOperand(4);
   auto table_type = table.getType().dyn_cast<mlir::MemRefType>();
@@ -94,6 +100,88 @@ LogicalResult Lowerer::LowerGather(mlir::linalg::GenericOp g) {
       window(Make<DmaGatherOp>(table_hbm->memref, idx, block), table_hbm->offset + c0 * col_stride, {rows, c},
              {row_stride, col_stride});
       window(Make<DmaCopyOp>(block, out_hbm->memref), out_hbm->offset + n0 * row + c0, {p, c}, {row, 1});
+    }
+  }
+  return success();
+}
+
+// embedding_dense_backward(grad_output, indices, num_weights, padding_idx, scale_grad_by_freq):
+// operands ctx, op index, grad_output [..., D], indices [...], result [num_weights, D];
+// trn.extern_ints = num_weights, padding_idx, scale_grad_by_freq.
+LogicalResult Lowerer::LowerEmbeddingBackward(mlir::linalg::GenericOp g) {
+  if (g->getNumOperands() != 5) return g.emitOpError("is not a two-input, one-result embedding backward");
+  auto ints = g->getAttrOfType<mlir::DenseI64ArrayAttr>(kExternIntsAttr);
+  if (!ints || ints.size() != 3) return g.emitOpError("embedding backward without its int arguments");
+  if (ints[2] != 0) return refuse(g) << "embedding backward with scale_grad_by_freq (no trn lowering)";
+  const int64_t padding_idx = ints[1];
+  Value grad = g->getOperand(2), indices = g->getOperand(3), out = g->getOperand(4);
+  auto grad_type = grad.getType().dyn_cast<mlir::MemRefType>();
+  auto index_type = indices.getType().dyn_cast<mlir::MemRefType>();
+  auto out_type = out.getType().dyn_cast<mlir::MemRefType>();
+  if (!grad_type || !index_type || !out_type || !grad_type.hasStaticShape() || !index_type.hasStaticShape() ||
+      !out_type.hasStaticShape() || out_type.getRank() != 2) {
+    return refuse(g) << "embedding backward operands must be memrefs of static shape, the result 2-D";
+  }
+  const mlir::Type index_element = ElementOf(indices);
+  if (!index_element.isInteger(64) && !index_element.isInteger(32)) return refuse(g) << "indices must be int32 or int64";
+  if (!ElementOf(grad).isF32() || !ElementOf(out).isF32()) {
+    return refuse(g) << "embedding backward of a type other than f32 (no trn lowering)";
+  }
+  std::string why;
+  auto grad_hbm = HbmOf(grad, &why), index_hbm = grad_hbm ? HbmOf(indices, &why) : std::nullopt,
+       out_hbm = index_hbm ? HbmOf(out, &why) : std::nullopt;
+  if (!out_hbm) return refuse(g) << "embedding backward operand: " << why;
+  if (!RowMajor(index_type, index_hbm->strides) || !RowMajor(grad_type, grad_hbm->strides) ||
+      !RowMajor(out_type, out_hbm->strides)) {
+    return refuse(g) << "embedding backward with strided operands (no trn lowering)";
+  }
+  const int64_t rows = out_type.getShape()[0], row = out_type.getShape()[1];
+  const int64_t n = index_type.getNumElements();
+  if (n * row != grad_type.getNumElements()) return g.emitOpError("grad_output size is not indices x row");
+  const mlir::Type f32 = b_.getF32Type(), i32 = b_.getI32Type();
+  auto window = [&](mlir::Operation* dma, int64_t offset, llvm::ArrayRef<int64_t> sizes, llvm::ArrayRef<int64_t> strides) {
+    dma->setAttr(kHbmOffsetAttr, b_.getI64IntegerAttr(offset));
+    dma->setAttr(kHbmSizesAttr, b_.getDenseI64ArrayAttr(sizes));
+    dma->setAttr(kHbmStridesAttr, b_.getDenseI64ArrayAttr(strides));
+  };
+  // The result starts at zero: one zero tile stored over it.
+  const int64_t zp = std::min<int64_t>(kMaxPartitions, rows), zc = std::min(kMaxRowChunk, row);
+  Value zeros = Sbuf(zp, {zc}, f32);
+  Make<MemsetOp>(zeros, b_.getF64FloatAttr(0.0));
+  for (int64_t r0 = 0; r0 < rows; r0 += kMaxPartitions) {
+    const int64_t p = std::min<int64_t>(kMaxPartitions, rows - r0);
+    for (int64_t c0 = 0; c0 < row; c0 += kMaxRowChunk) {
+      const int64_t c = std::min(kMaxRowChunk, row - c0);
+      Value z = zeros;
+      if (p != zp || c != zc) {  // the last block: a tile of its own shape
+        z = Sbuf(p, {c}, f32);
+        Make<MemsetOp>(z, b_.getF64FloatAttr(0.0));
+      }
+      window(Make<DmaCopyOp>(z, out_hbm->memref), out_hbm->offset + r0 * row + c0, {p, c}, {row, 1});
+    }
+  }
+  for (int64_t n0 = 0; n0 < n; n0 += kMaxPartitions) {
+    const int64_t p = std::min<int64_t>(kMaxPartitions, n - n0);
+    Value idx = Sbuf(p, {1}, i32);
+    window(Make<DmaCopyOp>(index_hbm->memref, idx), index_hbm->offset + n0, {p, 1}, {1, 1});
+    for (int64_t c0 = 0; c0 < row; c0 += kMaxRowChunk) {
+      const int64_t c = std::min(kMaxRowChunk, row - c0);
+      Value rows_tile = Sbuf(p, {c}, f32);
+      window(Make<DmaCopyOp>(grad_hbm->memref, rows_tile), grad_hbm->offset + n0 * row + c0, {p, c}, {row, 1});
+      if (padding_idx >= 0 && padding_idx < rows) {
+        // pad[p, f] = indices[p] == padding_idx (the index column spread over the row), and
+        // zeros copied over those rows.
+        Value spread = Sbuf(p, {c}, i32);
+        Make<MemsetOp>(spread, b_.getF64FloatAttr(0.0));
+        Make<TensorScalarOp>(spread, spread, b_.getStringAttr("add"), mlir::FloatAttr(), idx);
+        Value pad = Sbuf(p, {c}, b_.getI1Type());
+        Make<TensorScalarOp>(spread, pad, b_.getStringAttr("is_equal"),
+                             b_.getF32FloatAttr(static_cast<float>(padding_idx)), Value());
+        Value zero = Sbuf(p, {c}, f32);
+        Make<MemsetOp>(zero, b_.getF64FloatAttr(0.0));
+        Make<CopyPredicatedOp>(zero, pad, rows_tile);
+      }
+      window(Make<DmaScatterAddOp>(rows_tile, idx, out_hbm->memref), out_hbm->offset + c0, {rows, c}, {row, 1});
     }
   }
   return success();

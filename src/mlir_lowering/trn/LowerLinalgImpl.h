@@ -208,11 +208,13 @@ class Lowerer {
   std::optional<LogicalResult> LowerIntegerOp(mlir::Operation& op, llvm::ArrayRef<Val> in, const TileSpace& t,
                                               llvm::DenseMap<Value, Val>& vals);
   LogicalResult LowerIndex(mlir::linalg::IndexOp op, const TileSpace& t, llvm::DenseMap<Value, Val>& vals);
+  Val IntDivide(bool remainder, bool floor, const Val& a, const Val& b, const TileSpace& t);
 
-  // ---- gathers: embedding, index_select (LowerGather.cpp) ----
+  // ---- gathers and scatters: embedding, index_select, embedding backward (LowerGather.cpp) ----
 
   static bool IsGather(mlir::linalg::GenericOp g);
   LogicalResult LowerGather(mlir::linalg::GenericOp g);
+  LogicalResult LowerEmbeddingBackward(mlir::linalg::GenericOp g);
 
   // ---- convolutions: forward, grad input, grad weight, grad bias (LowerConv.cpp) ----
 

@@ -190,6 +190,28 @@ LogicalResult Lowerer::LowerPool(mlir::linalg::GenericOp g) {
     StoreWindow(tile, Window{G.buffer, G.offset + b * G.stride[0] + c0 * G.stride[1] + row * G.stride[2] + col0 * G.stride[3], cb,
                              G.stride[1], {len}, {G.stride[3]}});
   };
+  // Max pooling, output row r, columns of `seg`: per tap (i * kw + j), the runs [x0, x1) of the
+  // segment's columns whose first tap inside the input it is, when the window's first tap (0, 0)
+  // is outside there (where it is inside, the window starts with it).
+  auto FirstInside = [&](int64_t r, const Segment& seg) {
+    std::vector<std::vector<std::pair<int64_t, int64_t>>> runs(static_cast<size_t>(k[0] * k[1]));
+    int64_t i0 = 0;
+    while (i0 < k[0] && (r * s[0] + i0 * d[0] - p[0] < 0 || r * s[0] + i0 * d[0] - p[0] >= h)) ++i0;
+    if (i0 == k[0]) return runs;
+    for (int64_t f = 0; f < seg.cb; ++f) {
+      const int64_t col = (seg.c0 + f) * s[1] - p[1];
+      int64_t j0 = 0;
+      while (j0 < k[1] && (col + j0 * d[1] < 0 || col + j0 * d[1] >= w)) ++j0;
+      if (j0 == k[1] || (i0 == 0 && j0 == 0)) continue;
+      auto& run = runs[i0 * k[1] + j0];
+      if (!run.empty() && run.back().second == f) {
+        ++run.back().second;
+      } else {
+        run.push_back({f, f + 1});
+      }
+    }
+    return runs;
+  };
   if (!backward) {
     for (int64_t b = 0; b < n; ++b) {
       const ConvSum src = source(X, b, h, w, s[0], s[1]);
@@ -200,6 +222,10 @@ LogicalResult Lowerer::LowerPool(mlir::linalg::GenericOp g) {
             Value acc, idx;
             if (max) {
               const double ninf = -std::numeric_limits<double>::infinity();
+              // ATen starts each window at its first position inside the input (value -inf): a
+              // column whose first tap is padding takes the first tap inside the input whatever
+              // its value (an all -inf window then keeps that position's index).
+              const std::vector<std::vector<std::pair<int64_t, int64_t>>> firsts = FirstInside(r, seg);
               for (int64_t i = 0; i < k[0]; ++i) {
                 for (int64_t j = 0; j < k[1]; ++j) {
                   const ConvTap tap{0, i * d[0] - p[0], j * d[1] - p[1]};
@@ -222,6 +248,16 @@ LogicalResult Lowerer::LowerPool(mlir::linalg::GenericOp g) {
                   Make<TensorTensorOp>(v, acc, gt, str("is_gt"));
                   Make<TensorTensorOp>(v, v, nan, str("not_equal"));
                   Make<TensorTensorOp>(gt, nan, take, str("logical_or"));
+                  for (const auto& [x0, x1] : firsts[i * k[1] + j]) {  // force the first inside
+                    Value f = Sbuf(cb, {seg.cb}, i32), ge = Sbuf(cb, {seg.cb}, i1), lt = Sbuf(cb, {seg.cb}, i1);
+                    Value in = Sbuf(cb, {seg.cb}, i1), forced = Sbuf(cb, {seg.cb}, i1);
+                    Make<IotaOp>(f, b_.getI64IntegerAttr(0), b_.getI64IntegerAttr(0), b_.getI64IntegerAttr(1));
+                    Make<TensorScalarOp>(f, ge, str("is_ge"), b_.getF32FloatAttr(static_cast<float>(x0)), Value());
+                    Make<TensorScalarOp>(f, lt, str("is_lt"), b_.getF32FloatAttr(static_cast<float>(x1)), Value());
+                    Make<TensorTensorOp>(ge, lt, in, str("logical_and"));
+                    Make<TensorTensorOp>(take, in, forced, str("logical_or"));
+                    take = forced;
+                  }
                   Make<CopyPredicatedOp>(v, take, acc);
                   Make<CopyPredicatedOp>(ti, take, idx);
                 }

@@ -146,38 +146,52 @@ mlir::LogicalResult DmaCopyOp::verify() {
   return mlir::success();
 }
 
-mlir::LogicalResult DmaGatherOp::verify() {
-  auto indices = getIndices().getType().cast<SbufTileType>();
-  auto dst = getDst().getType().cast<SbufTileType>();
+namespace {
+
+// dma_gather and dma_scatter_add: one table row per partition of `tile`, named by `indices`.
+mlir::LogicalResult VerifyIndirect(mlir::Operation* op, SbufTileType indices, SbufTileType tile, mlir::Value table_value) {
   if (indices.freeElements() != 1 || !indices.getElementType().isInteger(32)) {
-    return emitOpError("indices are one i32 per partition: a [P, [1]] i32 tile, got ") << indices;
+    return op->emitOpError("indices are one i32 per partition: a [P, [1]] i32 tile, got ") << indices;
   }
-  if (indices.getPartitions() != dst.getPartitions()) {
-    return emitOpError("gathers one row per partition: ") << indices.getPartitions() << " indices for "
-                                                           << dst.getPartitions() << " partitions";
+  if (indices.getPartitions() != tile.getPartitions()) {
+    return op->emitOpError("moves one row per partition: ") << indices.getPartitions() << " indices for "
+                                                             << tile.getPartitions() << " partitions";
   }
-  auto sizes = (*this)->getAttrOfType<mlir::DenseI64ArrayAttr>("hbm_sizes");
-  auto strides = (*this)->getAttrOfType<mlir::DenseI64ArrayAttr>("hbm_strides");
-  if (!sizes || !strides || !(*this)->hasAttr("hbm_offset") || sizes.size() < 2 || sizes.size() > 5 ||
+  auto sizes = op->getAttrOfType<mlir::DenseI64ArrayAttr>("hbm_sizes");
+  auto strides = op->getAttrOfType<mlir::DenseI64ArrayAttr>("hbm_strides");
+  if (!sizes || !strides || !op->hasAttr("hbm_offset") || sizes.size() < 2 || sizes.size() > 5 ||
       sizes.size() != strides.size()) {
-    return emitOpError("needs a table window: hbm_offset, hbm_sizes and hbm_strides (rows, then 1..4 row axes)");
+    return op->emitOpError("needs a table window: hbm_offset, hbm_sizes and hbm_strides (rows, then 1..4 row axes)");
   }
   int64_t row = 1;
   for (size_t i = 1; i < sizes.size(); ++i) row *= sizes[i];
-  if (sizes[0] < 1 || row != dst.freeElements()) {
-    return emitOpError("a row of the window has ") << row << " elements, the destination " << dst.freeElements()
-                                                   << " per partition";
+  if (sizes[0] < 1 || row != tile.freeElements()) {
+    return op->emitOpError("a row of the window has ") << row << " elements, the tile " << tile.freeElements()
+                                                       << " per partition";
   }
-  const mlir::Type table = getTable().getType().cast<mlir::MemRefType>().getElementType();
+  const mlir::Type table = table_value.getType().cast<mlir::MemRefType>().getElementType();
   auto device = [](mlir::Type t) -> mlir::Type {  // as dma_copy: 64-bit HBM types narrow
     if (t.isF64()) return mlir::Float32Type::get(t.getContext());
     if (t.isInteger(64)) return mlir::IntegerType::get(t.getContext(), 32);
     return t;
   };
-  if (device(table) != dst.getElementType()) {
-    return emitOpError("element types differ (") << table << " vs " << dst.getElementType() << ")";
+  if (device(table) != tile.getElementType()) {
+    return op->emitOpError("element types differ (") << table << " vs " << tile.getElementType() << ")";
   }
   return mlir::success();
+}
+
+}  // namespace
+
+mlir::LogicalResult DmaGatherOp::verify() {
+  return VerifyIndirect(*this, getIndices().getType().cast<SbufTileType>(), getDst().getType().cast<SbufTileType>(),
+                        getTable());
+}
+
+mlir::LogicalResult DmaScatterAddOp::verify() {
+  auto src = getSrc().getType().cast<SbufTileType>();
+  if (!src.getElementType().isF32()) return emitOpError("accumulates fp32 rows only, got ") << src.getElementType();
+  return VerifyIndirect(*this, getIndices().getType().cast<SbufTileType>(), src, getTable());
 }
 
 mlir::LogicalResult MatmulOp::verify() {

@@ -200,6 +200,9 @@ class Emitter {
     } else if (auto g = mlir::dyn_cast<DmaGatherOp>(op)) {
       in.opcode = nc::Opcode::kDmaGather;
       operands = {g.getTable(), g.getIndices(), g.getDst()};
+    } else if (auto sa = mlir::dyn_cast<DmaScatterAddOp>(op)) {
+      in.opcode = nc::Opcode::kDmaScatterAdd;
+      operands = {sa.getSrc(), sa.getIndices(), sa.getTable()};
     } else if (auto m = mlir::dyn_cast<MatmulOp>(op)) {
       in.opcode = nc::Opcode::kMatmul;
       operands = {m.getStationary(), m.getMoving(), m.getDst()};
@@ -254,7 +257,7 @@ class Emitter {
       return absl::UnimplementedError(absl::StrCat("no instruction for ", op->getName().getStringRef().str()));
     }
     for (mlir::Value v : operands) {
-      absl::StatusOr<nc::Access> a = AccessOf(v, mlir::isa<DmaCopyOp, DmaGatherOp>(op) ? op : nullptr);
+      absl::StatusOr<nc::Access> a = AccessOf(v, mlir::isa<DmaCopyOp, DmaGatherOp, DmaScatterAddOp>(op) ? op : nullptr);
       if (!a.ok()) {
         return absl::Status(a.status().code(), absl::StrCat(op->getName().getStringRef().str(), ": ", a.status().message()));
       }
@@ -271,7 +274,7 @@ class Emitter {
     p.in = std::move(in);
     p.need.fill(-1);
     const bool reads_dst = (p.in.opcode == nc::Opcode::kMatmul && (p.in.flags & nc::Instruction::kAccumulate)) ||
-                           p.in.opcode == nc::Opcode::kCopyPredicated;
+                           p.in.opcode == nc::Opcode::kCopyPredicated || p.in.opcode == nc::Opcode::kDmaScatterAdd;
     for (size_t i = 0; i < p.in.operands.size(); ++i) {
       const bool write = i + 1 == p.in.operands.size();
       Touch(p.in.operands[i], e, index, write, &p.need);
@@ -288,7 +291,7 @@ class Emitter {
     using O = nc::Opcode;
     bool ok = false;
     switch (in.opcode) {
-      case O::kDmaCopy: case O::kDmaGather: ok = engine == E::kDma; break;
+      case O::kDmaCopy: case O::kDmaGather: case O::kDmaScatterAdd: ok = engine == E::kDma; break;
       case O::kMatmul: case O::kTranspose: ok = engine == E::kTensor; break;
       case O::kActivation: ok = engine == E::kScalar; break;
       case O::kTensorTensor: case O::kMemset: ok = engine == E::kVector || engine == E::kGpSimd; break;

@@ -19,7 +19,7 @@ def Trn_Dialect : Dialect {
     `!trn.psum<P, [F...], T>` with P <= 128 partitions and a free shape F. Device memory (HBM)
     is a memref. Engines: TensorE (matmul, transpose), VectorE (tensor_tensor, tensor_scalar,
     tensor_reduce, tensor_copy), ScalarE (activation), GpSimd (iota, memset), DMA (dma_copy,
-    dma_gather).
+    dma_gather, dma_scatter_add).
   }];
   let useDefaultTypePrinterParser = 1;
   let useFoldAPI = kEmitFoldAdaptorFolder;
@@ -95,6 +95,22 @@ def Trn_DmaGatherOp : Trn_Op<"dma_gather"> {
   let arguments = (ins Arg<AnyMemRef, "", [MemRead]>:$table, Arg<Trn_SbufTile, "", [MemRead]>:$indices,
                        Arg<Trn_SbufTile, "", [MemWrite]>:$dst);
   let assemblyFormat = "$table `,` $indices `,` $dst attr-dict `:` qualified(type($table)) `,` qualified(type($indices)) `,` qualified(type($dst))";
+  let hasVerifier = 1;
+}
+
+def Trn_DmaScatterAddOp : Trn_Op<"dma_scatter_add"> {
+  let summary = "indirect DMA with accumulation: add each partition of a tile to the HBM row an index tile names";
+  let description = [{
+    `trn.dma_scatter_add %src, %indices, %table {hbm_offset, hbm_sizes, hbm_strides} :
+    !trn.sbuf<P, [F...], T>, !trn.sbuf<P, [1], i32>, memref<..>`: for p = 0, 1, ... in order, table
+    row `indices[p]` += partition p of `src` (read-modify-write in fp32, as NKI's DMA with an add
+    as `dst_rmw_op` and a dynamic destination; [DGE] in docs/trn_target.md). Repeated indices
+    accumulate in partition order. The window is dma_gather's: rows, then the row's elements;
+    an index outside [0, rows) is an error of the instruction.
+  }];
+  let arguments = (ins Arg<Trn_SbufTile, "", [MemRead]>:$src, Arg<Trn_SbufTile, "", [MemRead]>:$indices,
+                       Arg<AnyMemRef, "", [MemRead, MemWrite]>:$table);
+  let assemblyFormat = "$src `,` $indices `,` $table attr-dict `:` qualified(type($src)) `,` qualified(type($indices)) `,` qualified(type($table))";
   let hasVerifier = 1;
 }
 

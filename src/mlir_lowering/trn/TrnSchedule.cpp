@@ -45,7 +45,7 @@ struct AssignEnginesPass : public mlir::PassWrapper<AssignEnginesPass, mlir::Ope
         if (op->hasAttr(kEngineAttr)) return;
         const char* fixed = nullptr;
         std::vector<int> choices;
-        if (mlir::isa<DmaCopyOp, DmaGatherOp>(op)) fixed = "dma";
+        if (mlir::isa<DmaCopyOp, DmaGatherOp, DmaScatterAddOp>(op)) fixed = "dma";
         else if (mlir::isa<MatmulOp, TransposeOp>(op)) fixed = "tensor";
         else if (mlir::isa<ActivationOp>(op)) fixed = "scalar";
         else if (mlir::isa<IotaOp>(op)) fixed = "gpsimd";

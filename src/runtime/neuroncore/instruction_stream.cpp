@@ -167,7 +167,7 @@ const char* DTypeName(DType t) {
 const char* OpcodeName(Opcode op) {
   static const char* const kNames[] = {"dma_copy", "matmul", "transpose", "activation", "tensor_tensor",
                                        "tensor_scalar", "tensor_reduce", "tensor_copy", "iota", "memset",
-                                       "signal", "wait", "copy_predicated", "dma_gather"};
+                                       "signal", "wait", "copy_predicated", "dma_gather", "dma_scatter_add"};
   return static_cast<int>(op) < static_cast<int>(Opcode::kCount) ? kNames[static_cast<int>(op)] : "?";
 }
 

@@ -25,7 +25,7 @@
 
 namespace trn::runtime::neuroncore {
 
-inline constexpr uint32_t kStreamFormatVersion = 2;  // 2: DType kI64, Opcode kDmaGather
+inline constexpr uint32_t kStreamFormatVersion = 3;  // 2: DType kI64, Opcode kDmaGather; 3: kDmaScatterAdd
 
 enum class Engine : uint8_t { kTensor = 0, kVector = 1, kScalar = 2, kGpSimd = 3, kDma = 4 };
 inline constexpr int kEngines = 5;
@@ -65,7 +65,7 @@ struct Access {
 
 enum class Opcode : uint16_t {
   kDmaCopy = 0, kMatmul, kTranspose, kActivation, kTensorTensor, kTensorScalar, kTensorReduce,
-  kTensorCopy, kIota, kMemset, kSignal, kWait, kCopyPredicated, kDmaGather,
+  kTensorCopy, kIota, kMemset, kSignal, kWait, kCopyPredicated, kDmaGather, kDmaScatterAdd,
   kCount  // not an opcode
 };
 const char* OpcodeName(Opcode op);

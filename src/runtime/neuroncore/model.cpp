@@ -294,6 +294,33 @@ class Core {
         const int engines = static_cast<int>(std::min<int64_t>(t_.dma_engines, dst.partitions()));
         return t_.dma_fixed_ns + static_cast<double>(bytes) / (t_.dma_bytes_per_ns_per_engine * engines);
       }
+      case Opcode::kDmaScatterAdd: {
+        // table row indices[p] += partition p of src, for p in order (repeated indices
+        // accumulate in that order), in fp32; the table's "partitions" are its rows.
+        if (auto st = need(3); !st.ok()) return st;
+        const View &src = v[0], &idx = v[1], &table = v[2];
+        if (!table.hbm() || idx.partitions() != src.partitions() || idx.free() != 1 || table.free() != src.free() ||
+            table.integer()) {
+          return absl::InvalidArgumentError(
+              "dma_scatter_add: expects a [P, row] source, [P, 1] indices and a float HBM table");
+        }
+        for (int64_t p = 0; p < src.partitions(); ++p) {
+          const double row = idx.GetD(p, 0);
+          if (!(row >= 0 && row < static_cast<double>(table.partitions()))) {
+            return absl::OutOfRangeError(absl::StrCat("dma_scatter_add: index ", static_cast<int64_t>(row),
+                                                      " is out of range for a table of ", table.partitions(), " rows"));
+          }
+          if (functional) {
+            const int64_t r = static_cast<int64_t>(row);
+            for (int64_t f = 0; f < src.free(); ++f) table.Set(r, f, table.Get(r, f) + src.Get(p, f));
+          }
+        }
+        // Read-modify-write: the rows cross the DMA twice (read and write back) besides the source.
+        const int64_t bytes = 3 * src.partitions() * src.free() * DTypeBytes(src.dtype());
+        report->dma_bytes += bytes;
+        const int engines = static_cast<int>(std::min<int64_t>(t_.dma_engines, src.partitions()));
+        return t_.dma_fixed_ns + static_cast<double>(bytes) / (t_.dma_bytes_per_ns_per_engine * engines);
+      }
       case Opcode::kMatmul: {
         if (auto st = need(3); !st.ok()) return st;
         const View &s = v[0], &m = v[1], &d = v[2];

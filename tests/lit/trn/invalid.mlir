@@ -200,7 +200,7 @@ func.func @gather_float_indices(%t: memref<100x8xf32>, %i: !trn.sbuf<4, [1], f32
 // -----
 
 func.func @gather_partitions(%t: memref<100x8xf32>, %i: !trn.sbuf<4, [1], i32>, %d: !trn.sbuf<8, [8], f32>) {
-  // expected-error @+1 {{gathers one row per partition: 4 indices for 8 partitions}}
+  // expected-error @+1 {{moves one row per partition: 4 indices for 8 partitions}}
   trn.dma_gather %t, %i, %d {hbm_offset = 0 : i64, hbm_sizes = array<i64: 100, 8>, hbm_strides = array<i64: 8, 1>} : memref<100x8xf32>, !trn.sbuf<4, [1], i32>, !trn.sbuf<8, [8], f32>
   return
 }
@@ -208,8 +208,32 @@ func.func @gather_partitions(%t: memref<100x8xf32>, %i: !trn.sbuf<4, [1], i32>, 
 // -----
 
 func.func @gather_row(%t: memref<100x8xf32>, %i: !trn.sbuf<4, [1], i32>, %d: !trn.sbuf<4, [16], f32>) {
-  // expected-error @+1 {{a row of the window has 8 elements, the destination 16 per partition}}
+  // expected-error @+1 {{a row of the window has 8 elements, the tile 16 per partition}}
   trn.dma_gather %t, %i, %d {hbm_offset = 0 : i64, hbm_sizes = array<i64: 100, 8>, hbm_strides = array<i64: 8, 1>} : memref<100x8xf32>, !trn.sbuf<4, [1], i32>, !trn.sbuf<4, [16], f32>
+  return
+}
+
+// -----
+
+func.func @scatter_add_i32(%t: memref<100x8xi32>, %i: !trn.sbuf<4, [1], i32>, %s: !trn.sbuf<4, [8], i32>) {
+  // expected-error @+1 {{accumulates fp32 rows only}}
+  trn.dma_scatter_add %s, %i, %t {hbm_offset = 0 : i64, hbm_sizes = array<i64: 100, 8>, hbm_strides = array<i64: 8, 1>} : !trn.sbuf<4, [8], i32>, !trn.sbuf<4, [1], i32>, memref<100x8xi32>
+  return
+}
+
+// -----
+
+func.func @scatter_add_partitions(%t: memref<100x8xf32>, %i: !trn.sbuf<4, [1], i32>, %s: !trn.sbuf<8, [8], f32>) {
+  // expected-error @+1 {{moves one row per partition: 4 indices for 8 partitions}}
+  trn.dma_scatter_add %s, %i, %t {hbm_offset = 0 : i64, hbm_sizes = array<i64: 100, 8>, hbm_strides = array<i64: 8, 1>} : !trn.sbuf<8, [8], f32>, !trn.sbuf<4, [1], i32>, memref<100x8xf32>
+  return
+}
+
+// -----
+
+func.func @scatter_add_row(%t: memref<100x8xf32>, %i: !trn.sbuf<4, [1], i32>, %s: !trn.sbuf<4, [4], f32>) {
+  // expected-error @+1 {{a row of the window has 8 elements, the tile 4 per partition}}
+  trn.dma_scatter_add %s, %i, %t {hbm_offset = 0 : i64, hbm_sizes = array<i64: 100, 8>, hbm_strides = array<i64: 8, 1>} : !trn.sbuf<4, [4], f32>, !trn.sbuf<4, [1], i32>, memref<100x8xf32>
   return
 }
 

@@ -90,3 +90,36 @@ func.func @backward1d(%go: memref<1x6x5xf32>, %x: memref<1x4x10xf32>, %w: memref
   }
   return
 }
+
+// -----
+
+// A transposed convolution (conv_transpose2d: 4 -> 3 channels, kernel 3, stride 2, padding 1,
+// output_padding 1, bias): the grad input of the regular convolution, by output phase. Phase
+// (0, 0) takes tap (1, 1) only; phase (1, 1) taps (0, 0), (0, 2), (2, 0), (2, 2). The weight
+// (in 4, out 3, 3, 3) is the stationary tile [in ch, out ch] as is; the bias is added per phase
+// block as it leaves PSUM, stored with stride 2.
+// CHECK-LABEL: func.func @conv_transpose2d
+// CHECK: %[[ACC:[0-9]+]] = trn.alloc {{.*}} : !trn.psum<3, [25], f32>
+// CHECK: trn.matmul %{{.*}}, %{{.*}}, %[[ACC]] {trn.op
+// CHECK-NOT: trn.matmul
+// CHECK: trn.tensor_scalar %[[ACC]], %[[Y0:[0-9]+]] column %{{[0-9]+}} {op = "add"
+// CHECK: trn.dma_copy %[[Y0]], %arg3 {hbm_offset = 0 : i64, hbm_sizes = array<i64: 3, 5, 5>, hbm_strides = array<i64: 100, 20, 2>
+// CHECK: trn.dma_copy %{{[0-9]+}}, %arg3 {hbm_offset = 1 : i64
+// CHECK: trn.dma_copy %{{[0-9]+}}, %arg3 {hbm_offset = 10 : i64
+// CHECK: %[[ACC3:[0-9]+]] = trn.alloc {{.*}} : !trn.psum<3, [25], f32>
+// CHECK: trn.matmul %{{.*}}, %{{.*}}, %[[ACC3]] {trn.op
+// CHECK-COUNT-3: trn.matmul %{{.*}}, %{{.*}}, %[[ACC3]] {accumulate
+// CHECK: trn.dma_copy %{{[0-9]+}}, %arg3 {hbm_offset = 11 : i64, hbm_sizes = array<i64: 3, 5, 5>, hbm_strides = array<i64: 100, 20, 2>
+// CHECK-NOT: linalg.generic
+func.func @conv_transpose2d(%x: memref<1x4x5x5xf32>, %w: memref<4x3x3x3xf32>, %b: memref<3xf32>, %y: memref<1x3x10x10xf32>) {
+  %ctx = arith.constant 0 : i64
+  %k = arith.constant 0 : i64
+  linalg.generic {indexing_maps = [affine_map<() -> ()>, affine_map<() -> ()>, affine_map<() -> (0, 0, 0, 0)>, affine_map<() -> (0, 0, 0, 0)>, affine_map<() -> (0)>, affine_map<() -> (0, 0, 0, 0)>],
+                  iterator_types = [], library_call = "trn_ext4_0", trn.extern_op = "aten::convolution", trn.extern_ints = array<i64: 1, 1>,
+                  trn.extern_lists = [array<i64: 2, 2>, array<i64: 1, 1>, array<i64: 1, 1>, array<i64: 1, 1>]}
+      ins(%ctx, %k, %x, %w, %b : i64, i64, memref<1x4x5x5xf32>, memref<4x3x3x3xf32>, memref<3xf32>) outs(%y : memref<1x3x10x10xf32>) {
+  ^bb0(%c: i64, %i: i64, %a0: f32, %a1: f32, %a2: f32, %o0: f32):
+    linalg.yield %o0 : f32
+  }
+  return
+}

@@ -20,8 +20,8 @@ func.func @int_div(%x: memref<8xi64>, %y: memref<8xi64>) {
       ins(%x : memref<8xi64>) outs(%y : memref<8xi64>) {
   ^bb0(%a: i64, %b: i64):
     %two = arith.constant 2 : i64
-    // expected-error @+1 {{'arith.floordivsi' op has no trn lowering}}
-    %d = arith.floordivsi %a, %two : i64
+    // expected-error @+1 {{'arith.divui' op has no trn lowering}}
+    %d = arith.divui %a, %two : i64
     linalg.yield %d : i64
   }
   return
@@ -60,6 +60,22 @@ func.func @index_select_dim1(%x: memref<10x30xf32>, %ids: memref<5xi64>, %out: m
   linalg.generic {indexing_maps = [affine_map<() -> ()>, affine_map<() -> ()>, affine_map<() -> (0, 0)>, affine_map<() -> (0)>, affine_map<() -> (0, 0)>],
                   iterator_types = [], library_call = "trn_ext3_0", trn.extern_op = "aten::index_select", trn.extern_ints = array<i64: 1>}
       ins(%ctx, %k, %x, %ids : i64, i64, memref<10x30xf32>, memref<5xi64>) outs(%out : memref<10x5xf32>) {
+  ^bb0(%c: i64, %i: i64, %a: f32, %b: i64, %o: f32):
+    linalg.yield %o : f32
+  }
+  return
+}
+
+// -----
+
+// With scale_grad_by_freq the call is refused by name (the group then runs as host code).
+func.func @embedding_backward_freq(%g: memref<4x8xf32>, %ids: memref<4xi64>, %out: memref<10x8xf32>) {
+  %ctx = arith.constant 0 : i64
+  %k = arith.constant 0 : i64
+  // expected-error @+1 {{embedding backward with scale_grad_by_freq (no trn lowering)}}
+  linalg.generic {indexing_maps = [affine_map<() -> ()>, affine_map<() -> ()>, affine_map<() -> (0, 0)>, affine_map<() -> (0)>, affine_map<() -> (0, 0)>],
+                  iterator_types = [], library_call = "trn_ext3_0", trn.extern_op = "aten::embedding_dense_backward", trn.extern_ints = array<i64: 10, -1, 1>}
+      ins(%ctx, %k, %g, %ids : i64, i64, memref<4x8xf32>, memref<4xi64>) outs(%out : memref<10x8xf32>) {
   ^bb0(%c: i64, %i: i64, %a: f32, %b: i64, %o: f32):
     linalg.yield %o : f32
   }

@@ -41,3 +41,36 @@ func.func @index_select(%x: memref<10x3000xf32, strided<[4000, 1]>>, %ids: memre
   }
   return
 }
+
+// -----
+
+// Embedding backward (scale_grad_by_freq off, padding_idx 7): the 300 x 64 result is zeroed
+// (blocks of 128, 128, 44 rows), then per block of <= 128 indices the gradient rows whose index
+// is 7 are zeroed (the index column spread over the row, compared, a predicated copy of zeros)
+// and every row is added to the result row its index names (dma_scatter_add, in index order).
+// CHECK-LABEL: func.func @embedding_backward
+// CHECK: trn.memset %[[Z:[0-9]+]], 0.0{{.*}} : !trn.sbuf<128, [64], f32>
+// CHECK: trn.dma_copy %[[Z]], %arg2 {hbm_offset = 0 : i64, hbm_sizes = array<i64: 128, 64>
+// CHECK: trn.dma_copy %[[Z]], %arg2 {hbm_offset = 8192 : i64, hbm_sizes = array<i64: 128, 64>
+// CHECK: trn.dma_copy %{{.*}}, %arg2 {hbm_offset = 16384 : i64, hbm_sizes = array<i64: 44, 64>
+// CHECK: trn.dma_copy %arg1, %[[I:[0-9]+]] {hbm_offset = 0 : i64, hbm_sizes = array<i64: 128, 1>{{.*}} : memref<2x100xi64>, !trn.sbuf<128, [1], i32>
+// CHECK: trn.dma_copy %arg0, %[[G:[0-9]+]] {hbm_offset = 0 : i64, hbm_sizes = array<i64: 128, 64>, hbm_strides = array<i64: 64, 1>
+// CHECK: trn.tensor_scalar %[[S:[0-9]+]], %[[S]] column %[[I]] {op = "add"
+// CHECK: trn.tensor_scalar %[[S]], %[[P:[0-9]+]] {imm = 7.000000e+00 : f32, op = "is_equal"{{.*}} : !trn.sbuf<128, [64], i32>, !trn.sbuf<128, [64], i1>
+// CHECK: trn.copy_predicated %{{.*}}, %[[P]], %[[G]]
+// CHECK: trn.dma_scatter_add %[[G]], %[[I]], %arg2 {hbm_offset = 0 : i64, hbm_sizes = array<i64: 300, 64>, hbm_strides = array<i64: 64, 1>{{.*}} : !trn.sbuf<128, [64], f32>, !trn.sbuf<128, [1], i32>, memref<300x64xf32>
+// CHECK: trn.dma_copy %arg1, %{{.*}} {hbm_offset = 128 : i64
+// CHECK: trn.dma_scatter_add
+// CHECK-NOT: linalg.generic
+func.func @embedding_backward(%g: memref<2x100x64xf32>, %ids: memref<2x100xi64>, %out: memref<300x64xf32>) {
+  %ctx = arith.constant 0 : i64
+  %k = arith.constant 0 : i64
+  linalg.generic {indexing_maps = [affine_map<() -> ()>, affine_map<() -> ()>, affine_map<() -> (0, 0, 0)>, affine_map<() -> (0, 0)>, affine_map<() -> (0, 0)>],
+                  iterator_types = [], library_call = "trn_ext3_0", trn.extern_op = "aten::embedding_dense_backward", trn.extern_ints = array<i64: 300, 7, 0>}
+      ins(%ctx, %k, %g, %ids : i64, i64, memref<2x100x64xf32>, memref<2x100xi64>) outs(%out : memref<300x64xf32>) {
+  ^bb0(%c: i64, %i: i64, %a: f32, %b: i64, %o: f32):
+    linalg.yield %o : f32
+  }
+  return
+}
+

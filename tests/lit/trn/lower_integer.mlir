@@ -85,3 +85,38 @@ func.func @int_sum(%x: memref<4x32xi64>, %y: memref<4xi64>) {
   }
   return
 }
+
+// -----
+
+// Signed integer division (no engine divides integers): the fp32 quotient (divide into an f32
+// tile) rounded into an i32 tile, refined by the rounded quotient of the remainder a - q b, then
+// corrected where the remainder's sign differs from the divisor's (floor) and from the
+// dividend's (truncation). The remainder is a - q b with the corrected q.
+// CHECK-LABEL: func.func @int_div
+// CHECK: trn.dma_copy %arg0, %[[A:[^ ]*]] {{{.*}} : memref<64xi64>, !trn.sbuf<64, [1], i32>
+// CHECK: trn.dma_copy %arg1, %[[B:[^ ]*]] {{{.*}} : memref<64xi64>, !trn.sbuf<64, [1], i32>
+// CHECK: trn.tensor_tensor %[[A]], %[[B]], %[[QF:[^ ]*]] {op = "divide"{{.*}} : !trn.sbuf<64, [1], i32>, !trn.sbuf<64, [1], i32>, !trn.sbuf<64, [1], f32>
+// CHECK: trn.tensor_copy %[[QF]], %[[Q0:[^ ]*]] {{.*}} : !trn.sbuf<64, [1], f32>, !trn.sbuf<64, [1], i32>
+// CHECK: trn.tensor_tensor %[[Q0]], %[[B]], %[[QB:[^ ]*]] {op = "multiply"
+// CHECK: trn.tensor_tensor %[[A]], %[[QB]], %[[R0:[^ ]*]] {op = "subtract"
+// CHECK: trn.tensor_tensor %[[R0]], %[[B]], %{{[^ ]*}} {op = "divide"
+// CHECK: trn.tensor_copy
+// CHECK: trn.tensor_tensor %[[Q0]], %{{[^ ]*}}, %{{[^ ]*}} {op = "add"
+// CHECK: trn.tensor_scalar %[[B]], %{{[^ ]*}} {imm = 0.000000e+00 : f32, op = "is_lt"
+// CHECK: op = "logical_and"
+// CHECK: trn.tensor_scalar %[[A]], %{{[^ ]*}} {imm = 0.000000e+00 : f32, op = "is_lt"
+// CHECK: op = "logical_and"
+// CHECK: trn.dma_copy %{{.*}}, %arg2 {{.*}} : !trn.sbuf<64, [1], i32>, memref<64xi64>
+// CHECK: trn.dma_copy %{{.*}}, %arg3 {{.*}} : !trn.sbuf<64, [1], i32>, memref<64xi64>
+// CHECK-NOT: linalg.generic
+#id1 = affine_map<(d0) -> (d0)>
+func.func @int_div(%x: memref<64xi64>, %y: memref<64xi64>, %q: memref<64xi64>, %r: memref<64xi64>) {
+  linalg.generic {indexing_maps = [#id1, #id1, #id1, #id1], iterator_types = ["parallel"]}
+      ins(%x, %y : memref<64xi64>, memref<64xi64>) outs(%q, %r : memref<64xi64>, memref<64xi64>) {
+  ^bb0(%a: i64, %b: i64, %o: i64, %p: i64):
+    %d = arith.divsi %a, %b : i64
+    %m = arith.remsi %a, %b : i64
+    linalg.yield %d, %m : i64, i64
+  }
+  return
+}

@@ -4,6 +4,9 @@
 // (here all padding) starts the maximum at -inf and its index (an iota; negative outside the
 // input); each further tap is taken where it is greater or NaN (copy_predicated of the value and
 // of the tap's flat input index, GpSimd iota with the stride as step). Padding reads -inf.
+// Where the first tap is padding, the window's first tap inside the input is taken whatever its
+// value (ATen starts there): in the first output row, tap (1, 0) for columns [1, 5) and tap
+// (1, 1) for column 0 (a column iota compared with the run's bounds, or-ed into the predicate).
 // CHECK-LABEL: func.func @maxpool
 // CHECK: trn.iota %[[IDX:[0-9]+]] {base = -11 : i64, partition_step = 0 : i64, step = 2 : i64
 // CHECK: trn.memset %[[BEST:[0-9]+]], 0xFFF0000000000000
@@ -12,9 +15,17 @@
 // CHECK: trn.iota %[[TI:[0-9]+]] {base = -1 : i64, partition_step = 0 : i64, step = 2 : i64
 // CHECK: trn.tensor_tensor %[[V]], %[[BEST]], %[[GT:[0-9]+]] {op = "is_gt"
 // CHECK: trn.tensor_tensor %[[V]], %[[V]], %[[NAN:[0-9]+]] {op = "not_equal"
-// CHECK: trn.tensor_tensor %[[GT]], %[[NAN]], %[[TAKE:[0-9]+]] {op = "logical_or"
+// CHECK: trn.tensor_tensor %[[GT]], %[[NAN]], %[[T0:[0-9]+]] {op = "logical_or"
+// CHECK: trn.iota %[[F:[0-9]+]] {base = 0 : i64, partition_step = 0 : i64, step = 1 : i64
+// CHECK: trn.tensor_scalar %[[F]], %[[GE:[0-9]+]] {imm = 1.000000e+00 : f32, op = "is_ge"
+// CHECK: trn.tensor_scalar %[[F]], %[[LT:[0-9]+]] {imm = 5.000000e+00 : f32, op = "is_lt"
+// CHECK: trn.tensor_tensor %[[GE]], %[[LT]], %[[IN:[0-9]+]] {op = "logical_and"
+// CHECK: trn.tensor_tensor %[[T0]], %[[IN]], %[[TAKE:[0-9]+]] {op = "logical_or"
 // CHECK: trn.copy_predicated %[[V]], %[[TAKE]], %[[BEST]]
 // CHECK: trn.copy_predicated %[[TI]], %[[TAKE]], %[[IDX]]
+// CHECK: trn.iota %{{[0-9]+}} {base = 0 : i64, partition_step = 0 : i64, step = 1 : i64
+// CHECK: trn.tensor_scalar %{{[0-9]+}}, %{{[0-9]+}} {imm = 0.000000e+00 : f32, op = "is_ge"
+// CHECK: trn.tensor_scalar %{{[0-9]+}}, %{{[0-9]+}} {imm = 1.000000e+00 : f32, op = "is_lt"
 // CHECK: trn.dma_copy %[[IDX]], %arg2 {hbm_offset = 0 : i64, hbm_sizes = array<i64: 1, 5>, hbm_strides = array<i64: 30, 1>{{.*}} : !trn.sbuf<1, [5], i32>, memref<1x1x6x5xi64>
 // CHECK: trn.dma_copy %[[BEST]], %arg1 {hbm_offset = 0 : i64, hbm_sizes = array<i64: 1, 5>
 func.func @maxpool(%x: memref<1x1x11x10xf32>, %out: memref<1x1x6x5xf32>, %idx: memref<1x1x6x5xi64>) {

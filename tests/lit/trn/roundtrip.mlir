@@ -66,5 +66,7 @@ func.func @gather(%table: memref<1000x64xf32>, %ids: memref<32xi64>) {
   trn.dma_copy %ids, %idx {hbm_offset = 0 : i64, hbm_sizes = array<i64: 32, 1>, hbm_strides = array<i64: 1, 1>} : memref<32xi64>, !trn.sbuf<32, [1], i32>
   // CHECK: trn.dma_gather %{{.*}}, %{{.*}}, %{{.*}} {hbm_offset = 0 : i64, hbm_sizes = array<i64: 1000, 64>, hbm_strides = array<i64: 64, 1>} : memref<1000x64xf32>, !trn.sbuf<32, [1], i32>, !trn.sbuf<32, [64], f32>
   trn.dma_gather %table, %idx, %rows {hbm_offset = 0 : i64, hbm_sizes = array<i64: 1000, 64>, hbm_strides = array<i64: 64, 1>} : memref<1000x64xf32>, !trn.sbuf<32, [1], i32>, !trn.sbuf<32, [64], f32>
+  // CHECK: trn.dma_scatter_add %{{.*}}, %{{.*}}, %{{.*}} {hbm_offset = 0 : i64, hbm_sizes = array<i64: 1000, 64>, hbm_strides = array<i64: 64, 1>} : !trn.sbuf<32, [64], f32>, !trn.sbuf<32, [1], i32>, memref<1000x64xf32>
+  trn.dma_scatter_add %rows, %idx, %table {hbm_offset = 0 : i64, hbm_sizes = array<i64: 1000, 64>, hbm_strides = array<i64: 64, 1>} : !trn.sbuf<32, [64], f32>, !trn.sbuf<32, [1], i32>, memref<1000x64xf32>
   return
 }

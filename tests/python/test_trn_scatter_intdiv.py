@@ -1,0 +1,130 @@
+"""NEURON_TARGET=trn2: embedding backward (a scatter-add by index) and integer division run on
+the modeled NeuronCore, with results equal to PyTorch CPU's.
+
+Each test runs a fresh process (the target is read at import) in compile mode and checks the
+values against the same ops on CPU (exactly: the scatter adds rows in index order as ATen's CPU
+kernel does; integer quotients are exact), that the ops ran on the modeled core
+(stats()["device"]["ops_by_name"]) and that no group went to the host.
+"""
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from helpers import last_json, run_python  # noqa: E402
+
+TRN = {"NEURON_TARGET": "trn2", "NEURON_MODE": "compile"}
+
+
+def ran_on_core(dev):
+    return {name.split(".")[0] for name in dev["ops_by_name"]}
+
+
+def test_embedding_backward_on_trn2():
+    # Repeated indices (accumulated in index order), padding_idx (its row gets no gradient, even
+    # an inf one), more than 128 indices (several blocks), a row wider than one chunk (2048), and
+    # nn.Embedding with and without padding inside a training step.
+    out = last_json(run_python("""
+        import json, torch, torch_trn
+        g = torch.Generator().manual_seed(0)
+        cases = {  # table rows, row width, index shape, padding_idx
+            "repeated_padding": (50, 16, (4, 70), 3),
+            "no_padding": (300, 24, (333,), None),
+            "wide_rows": (20, 2100, (3, 9), 0),
+        }
+        eq, ran = {}, set()
+        for name, (rows, d, shape, pad) in cases.items():
+            w = torch.randn(rows, d, generator=g)
+            ids = torch.randint(0, rows, shape, generator=g)
+            ids.view(-1)[:7] = 5                              # a row hit many times
+            if pad is not None:
+                ids.view(-1)[7:12] = pad
+            up = torch.randn(*shape, d, generator=g)
+            if pad is not None:
+                up[(ids == pad)] = float("inf")               # CPU skips these rows entirely
+            def run(dev):
+                W = w.clone().to(dev).requires_grad_()
+                out = torch.nn.functional.embedding(ids.to(dev), W, padding_idx=pad)
+                (out * up.to(dev)).sum().backward()
+                return W.grad.cpu()
+            ref = run("cpu")
+            torch_trn.reset_stats()
+            got = run("neuron")
+            s = torch_trn.stats()["device"]
+            ran |= {k.split(".")[0] for k in s["ops_by_name"]}
+            eq[name] = bool(torch.equal(got, ref))
+        torch_trn.reset_stats()
+        torch.manual_seed(0)
+        model = torch.nn.Sequential(torch.nn.Embedding(40, 8, padding_idx=0), torch.nn.Flatten(), torch.nn.Linear(48, 3))
+        x = torch.randint(0, 40, (5, 6)); x[0, 0] = 0; x[1, :] = 7
+        def train(m, dev):
+            m = m.to(dev); opt = torch.optim.SGD(m.parameters(), lr=0.1)
+            for _ in range(2):
+                loss = m(x.to(dev)).square().mean(); loss.backward(); opt.step(); opt.zero_grad()
+            return m[0].weight.detach().cpu()
+        import copy
+        ref = train(copy.deepcopy(model), "cpu")
+        got = train(copy.deepcopy(model), "neuron")
+        eq["training"] = bool(torch.allclose(got, ref, rtol=1e-5, atol=1e-6))
+        s = torch_trn.stats()["device"]
+        print(json.dumps({"equal": eq, "ran": sorted(ran), "dev": s}))
+    """, env=TRN))
+    assert all(out["equal"].values()), out["equal"]
+    assert "aten::embedding_dense_backward" in out["ran"], out["ran"]
+    dev = out["dev"]
+    assert "aten::embedding_dense_backward" in ran_on_core(dev)
+    assert dev["ops_on_host"] == 0 and dev["host_transfer_bytes"] == 0, dev
+    assert dev["engine_busy_ns"]["dma"] > 0
+
+
+def test_integer_division_on_trn2():
+    # Truncating and floored quotients, Python's and C's remainders, of int64 and int32 tensors
+    # by tensors and scalars of both signs, values up to 2e9 (beyond fp32's exact 2^24: the
+    # rounded fp32 quotient is refined and corrected in integers), exactly as CPU.
+    out = last_json(run_python("""
+        import json, torch, torch_trn
+        g = torch.Generator().manual_seed(0)
+        a = torch.randint(-2_000_000_000, 2_000_000_000, (40, 50), generator=g)
+        a[0, :8] = torch.tensor([0, 7, -7, 6, -6, 2_000_000_000, -2_000_000_000, 1])
+        b = torch.randint(-70_000, 70_000, (40, 50), generator=g)
+        b[b == 0] = 3
+        b[0, :8] = torch.tensor([3, 2, 2, -3, -3, 7, -1, -2_000_000_000])
+        s = torch.randint(-300, 300, (40, 50), generator=g, dtype=torch.int32)
+        t = torch.randint(1, 17, (40, 50), generator=g, dtype=torch.int32) * torch.tensor([1, -1]).repeat(25).int()
+        def f(dev):
+            A, B, S, T = a.to(dev), b.to(dev), s.to(dev), t.to(dev)
+            r = {"trunc": torch.div(A, B, rounding_mode="trunc"), "floor": torch.div(A, B, rounding_mode="floor"),
+                 "floordiv": A // B, "rem": A % B, "fmod": torch.fmod(A, B),
+                 "scalar_floordiv": A // 7, "scalar_rem": A % -5, "scalar_trunc": torch.div(A, -3, rounding_mode="trunc"),
+                 "i32_floordiv": S // T, "i32_rem": torch.remainder(S, T), "i32_fmod": torch.fmod(S, 4),
+                 "index_math": (torch.arange(1000, device=dev) // 37) * 37 + torch.arange(1000, device=dev) % 37}
+            return {k: v.cpu() for k, v in r.items()}
+        ref = f("cpu")
+        torch_trn.reset_stats()
+        got = f("neuron")
+        d = torch_trn.stats()["device"]
+        errors = {}
+        for name, op in {"floordiv": lambda x, y: x // y, "rem": lambda x, y: x % y,
+                         "trunc": lambda x, y: torch.div(x, y, rounding_mode="trunc")}.items():
+            msgs = []
+            for dev in ("cpu", "neuron"):
+                try:
+                    op(torch.tensor([5, 6]).to(dev), torch.tensor([1, 0]).to(dev)).cpu()
+                    msgs.append(None)
+                except RuntimeError as e:
+                    msgs.append(str(e))
+            errors[name] = msgs
+        print(json.dumps({"equal": {k: bool(torch.equal(got[k], ref[k])) for k in ref},
+                          "dtypes": {k: str(got[k].dtype) == str(ref[k].dtype) for k in ref},
+                          "errors": errors, "dev": d}))
+    """, env=TRN))
+    assert all(out["equal"].values()), out["equal"]
+    assert all(out["dtypes"].values()), out["dtypes"]
+    dev = out["dev"]
+    ran = ran_on_core(dev)
+    for op in ("aten::div", "aten::floor_divide", "aten::remainder", "aten::fmod"):
+        assert op in ran, sorted(ran)
+    assert dev["ops_on_host"] == 0, dev
+    # A zero divisor raises ATen's RuntimeError, naming the op and the line on the device.
+    for name, (cpu, neuron) in out["errors"].items():
+        assert cpu and "ZeroDivisionError" in cpu, (name, cpu)
+        assert neuron and "ZeroDivisionError" in neuron, (name, neuron)
