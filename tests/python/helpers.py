@@ -73,3 +73,12 @@ def truncate_entry(path):
     size = os.path.getsize(path)
     with open(path, "r+b") as f:
         f.truncate(size // 2)
+
+
+# The environment of the trn target tests: the modeled NeuronCore (trn2), compile mode.
+TRN = {"NEURON_TARGET": "trn2", "NEURON_MODE": "compile"}
+
+
+def ran_on_core(dev):
+    """The ATen ops (overload names dropped) that ran on the modeled core: stats()["device"]."""
+    return {name.split(".")[0] for name in dev["ops_by_name"]}

@@ -10,13 +10,7 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from helpers import last_json, run_python  # noqa: E402
-
-TRN = {"NEURON_TARGET": "trn2", "NEURON_MODE": "compile"}
-
-
-def ran_on_core(dev):
-    return {name.split(".")[0] for name in dev["ops_by_name"]}
+from helpers import TRN, last_json, ran_on_core, run_python  # noqa: E402
 
 
 def test_embedding_backward_on_trn2():
