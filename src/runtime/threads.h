@@ -44,7 +44,7 @@ void SetOpenMpThreads(int n);    // no-op for n <= 0 or without an OpenMP runtim
 // then restores its setting. For the copies the recording thread makes itself (a host tensor
 // into a fresh device tensor, a device tensor to the host): with a team of two, each such copy
 // above ATen's grain size woke an OpenMP worker that then spun for its wait policy's time on the
-// core the executor and its kernel pool run on (perf, mlp in eager mode: that worker took 20 %
+// core the executor and its kernel pool run on (mlp in eager mode: that worker took a quarter
 // as much CPU as the executor, for copies of 256 KB).
 class ScopedSerialKernels {
  public:
