@@ -16,7 +16,8 @@ sees: from the moment the process is started to the first loss on the host, inte
   and with --extra: adaptive_notier (NEURON_TIERING=0: the background compiles go straight to
   NEURON_OPT_LEVEL), adaptive_o0 (NEURON_OPT_LEVEL=0: one -O0 build only), compile_1thread
   (NEURON_COMPILE_WORKERS=1: compile mode builds a segment's groups one at a time),
-  adaptive_noinstant (NEURON_INSTANT_TIER=0: groups without code run op by op).
+  adaptive_noinstant (NEURON_INSTANT_TIER=0: groups without code run op by op), adaptive_nice0
+  (NEURON_COMPILE_NICE=0: the compile thread at the recording and executor threads' priority).
   Warm restart rows: compile_warm, adaptive_warm (and compile_warm_noplans, adaptive_warm_noplans:
   NEURON_CACHE_PLANS=0, the plans kept in memory only) run the model twice on a fresh
   NEURON_CACHE_DIR: a first process fills it (adaptive: it waits for its compiles at the end),
@@ -128,6 +129,7 @@ MODES = {
     "adaptive_notier": {"NEURON_MODE": "adaptive", "NEURON_TIERING": "0"},
     "adaptive_noinstant": {"NEURON_MODE": "adaptive", "NEURON_INSTANT_TIER": "0"},
     "adaptive_o0": {"NEURON_MODE": "adaptive", "NEURON_OPT_LEVEL": "0"},
+    "adaptive_nice0": {"NEURON_MODE": "adaptive", "NEURON_COMPILE_NICE": "0"},
     "compile_1thread": {"NEURON_MODE": "compile", "NEURON_COMPILE_WORKERS": "1"},
     "compile_warm": {"NEURON_MODE": "compile"},
     "adaptive_warm": {"NEURON_MODE": "adaptive"},
@@ -184,7 +186,8 @@ def main():
     ap.add_argument("--steps", type=int, default=10)
     ap.add_argument("--modes", default="cpu,eager,compile,adaptive", help="comma list of the main rows to run")
     ap.add_argument("--extra", default="", help="comma list of extra rows: adaptive_notier,adaptive_noinstant,"
-                    "adaptive_o0,compile_1thread,compile_warm,adaptive_warm,compile_warm_noplans,adaptive_warm_noplans")
+                    "adaptive_o0,adaptive_nice0,compile_1thread,compile_warm,adaptive_warm,compile_warm_noplans,"
+                    "adaptive_warm_noplans")
     ap.add_argument("--repeat", type=int, default=1,
                     help="runs per (model, mode); the run with the median TTFS is reported (TTFS "
                          "varies by ~0.3 s between processes here, mostly in `import torch`)")
