@@ -255,6 +255,21 @@ class Core {
                        : engine == Engine::kScalar ? t_.scalar_ghz
                                                    : t_.gpsimd_ghz;
     auto cycles = [&](double c) { return c / ghz; };
+    // A DMA moving `bytes` over `partitions` (one queue each, up to the engines there are).
+    auto dma_ns = [&](int64_t bytes, int64_t partitions) {
+      report->dma_bytes += bytes;
+      const int engines = static_cast<int>(std::min<int64_t>(t_.dma_engines, partitions));
+      return t_.dma_fixed_ns + static_cast<double>(bytes) / (t_.dma_bytes_per_ns_per_engine * engines);
+    };
+    // Row indices[p] of an indirect DMA's table (whose "partitions" are its rows), checked.
+    auto table_row = [](const char* op, const View& idx, int64_t p, const View& table) -> absl::StatusOr<int64_t> {
+      const double row = idx.GetD(p, 0);
+      if (!(row >= 0 && row < static_cast<double>(table.partitions()))) {
+        return absl::OutOfRangeError(absl::StrCat(op, ": index ", static_cast<int64_t>(row),
+                                                  " is out of range for a table of ", table.partitions(), " rows"));
+      }
+      return static_cast<int64_t>(row);
+    };
     const double min_ii = t_.min_ii_cycles;
     switch (in.opcode) {
       case Opcode::kDmaCopy: {
@@ -267,10 +282,7 @@ class Core {
         if (functional) for (int64_t i = 0; i < src.partitions() * sf; ++i) {
           dst.SetD(i / df, i % df, src.GetD(i / sf, i % sf));  // casts (integers exactly), as [ISA] dma_copy
         }
-        const int64_t bytes = dst.partitions() * df * DTypeBytes(dst.dtype());
-        report->dma_bytes += bytes;
-        const int engines = static_cast<int>(std::min<int64_t>(t_.dma_engines, std::max(src.partitions(), dst.partitions())));
-        return t_.dma_fixed_ns + static_cast<double>(bytes) / (t_.dma_bytes_per_ns_per_engine * engines);
+        return dma_ns(dst.partitions() * df * DTypeBytes(dst.dtype()), std::max(src.partitions(), dst.partitions()));
       }
       case Opcode::kDmaGather: {
         // dst partition p <- row indices[p] of the table (the source's "partitions" are its rows).
@@ -280,19 +292,13 @@ class Core {
           return absl::InvalidArgumentError("dma_gather: expects an HBM table, [P, 1] indices and [P, row] destination");
         }
         for (int64_t p = 0; p < dst.partitions(); ++p) {
-          const double row = idx.GetD(p, 0);
-          if (!(row >= 0 && row < static_cast<double>(table.partitions()))) {
-            return absl::OutOfRangeError(absl::StrCat("dma_gather: index ", static_cast<int64_t>(row),
-                                                      " is out of range for a table of ", table.partitions(), " rows"));
-          }
+          absl::StatusOr<int64_t> row = table_row("dma_gather", idx, p, table);
+          if (!row.ok()) return row.status();
           if (functional) {
-            for (int64_t f = 0; f < dst.free(); ++f) dst.SetD(p, f, table.GetD(static_cast<int64_t>(row), f));
+            for (int64_t f = 0; f < dst.free(); ++f) dst.SetD(p, f, table.GetD(*row, f));
           }
         }
-        const int64_t bytes = dst.partitions() * dst.free() * DTypeBytes(dst.dtype());
-        report->dma_bytes += bytes;
-        const int engines = static_cast<int>(std::min<int64_t>(t_.dma_engines, dst.partitions()));
-        return t_.dma_fixed_ns + static_cast<double>(bytes) / (t_.dma_bytes_per_ns_per_engine * engines);
+        return dma_ns(dst.partitions() * dst.free() * DTypeBytes(dst.dtype()), dst.partitions());
       }
       case Opcode::kDmaScatterAdd: {
         // table row indices[p] += partition p of src, for p in order (repeated indices
@@ -305,21 +311,14 @@ class Core {
               "dma_scatter_add: expects a [P, row] source, [P, 1] indices and a float HBM table");
         }
         for (int64_t p = 0; p < src.partitions(); ++p) {
-          const double row = idx.GetD(p, 0);
-          if (!(row >= 0 && row < static_cast<double>(table.partitions()))) {
-            return absl::OutOfRangeError(absl::StrCat("dma_scatter_add: index ", static_cast<int64_t>(row),
-                                                      " is out of range for a table of ", table.partitions(), " rows"));
-          }
+          absl::StatusOr<int64_t> row = table_row("dma_scatter_add", idx, p, table);
+          if (!row.ok()) return row.status();
           if (functional) {
-            const int64_t r = static_cast<int64_t>(row);
-            for (int64_t f = 0; f < src.free(); ++f) table.Set(r, f, table.Get(r, f) + src.Get(p, f));
+            for (int64_t f = 0; f < src.free(); ++f) table.Set(*row, f, table.Get(*row, f) + src.Get(p, f));
           }
         }
         // Read-modify-write: the rows cross the DMA twice (read and write back) besides the source.
-        const int64_t bytes = 3 * src.partitions() * src.free() * DTypeBytes(src.dtype());
-        report->dma_bytes += bytes;
-        const int engines = static_cast<int>(std::min<int64_t>(t_.dma_engines, src.partitions()));
-        return t_.dma_fixed_ns + static_cast<double>(bytes) / (t_.dma_bytes_per_ns_per_engine * engines);
+        return dma_ns(3 * src.partitions() * src.free() * DTypeBytes(src.dtype()), src.partitions());
       }
       case Opcode::kMatmul: {
         if (auto st = need(3); !st.ok()) return st;
