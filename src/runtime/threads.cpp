@@ -7,10 +7,7 @@
 namespace trn::runtime {
 
 int OpenMpThreads() {
-  (void)at::get_num_threads();  // (ATen's first-call setting, as in SetOpenMpThreads)
-  using GetFn = int (*)();
-  static const auto get = reinterpret_cast<GetFn>(dlsym(RTLD_DEFAULT, "omp_get_max_threads"));
-  return get != nullptr ? get() : 1;
+  return at::get_num_threads();  // (after ATen's first-call setting: omp_get_max_threads, or 1)
 }
 
 void SetOpenMpThreads(int n) {
