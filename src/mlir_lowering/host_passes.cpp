@@ -462,6 +462,7 @@ void registerHostPasses() {
     mlir::PassRegistration<StaticStridesPass>();
     mlir::PassRegistration<TieInPlacePass>();
     mlir::PassRegistration<MathApproximationPass>();
+    mlir::registerPass([] { return createCollapseLoopsPass(); });
   });
 }
 

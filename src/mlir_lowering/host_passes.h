@@ -87,6 +87,16 @@ std::unique_ptr<mlir::Pass> createStaticStridesPass();
 // than ATen; src/mlir_lowering/README.md).
 std::unique_ptr<mlir::Pass> createTieInPlacePass();
 
+// `trn-collapse-loops` (func pass, collapse_loops.cpp). Run after trn-static-strides and
+// trn-tie-in-place, before the loops: merges adjacent loops of a linalg.generic on buffers into
+// one where they have the same iterator type and every operand either lays the two dimensions
+// out contiguously (static strides) or does not index them. A batch norm over [64, 8, 8, 8]
+// then runs 64-iteration inner loops instead of 8-iteration ones, and an elementwise op over
+// contiguous buffers one flat loop: LLVM does not vectorise loops of fewer than 16 iterations,
+// so the small spatial dimensions of a CNN left its compiled groups entirely scalar. Generics
+// that read their indices (linalg.index) or call the runtime are left alone.
+std::unique_ptr<mlir::Pass> createCollapseLoopsPass();
+
 // `trn-math-approximation` (func pass): MLIR's polynomial approximations of f32 transcendental
 // math ops (exp, log, tanh, erf, sin, cos, ...), so they stay inline arithmetic that LLVM
 // vectorises instead of libm calls. atan, atan2 and expm1 are left to libm (their

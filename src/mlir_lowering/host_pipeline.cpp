@@ -88,6 +88,9 @@ void buildHostPipeline(mlir::OpPassManager& pm) {
   buildGroupFront(pm, /*extern_calls=*/true);
   pm.addPass(createTieInPlacePass());
   pm.addNestedPass<FuncOp>(bufferization::createBufferDeallocationPass());
+  // Loops that every buffer lays out contiguously become one loop (LLVM vectorises no loop of
+  // fewer than 16 iterations: small spatial dimensions stayed scalar).
+  pm.addNestedPass<FuncOp>(createCollapseLoopsPass());
 
   // 4. Loops. expand-strided-metadata emits affine.apply, so lower-affine comes after it.
   // Parallel loops where linalg has parallel iterators: the large nests are moved into functions
