@@ -239,9 +239,13 @@ def main():
                                      args.env.get("NEURON_TEST_COMPILE_FAULT") == "slow")
             return
         if args.groups:
+            results = {}
             for model in models:
-                r = run(model, "compile", args, tmp, {"NEURON_BENCH_GROUPS": "1"})
-                print_groups(model, r)
+                results[model] = run(model, "compile", args, tmp, {"NEURON_BENCH_GROUPS": "1"})
+                print_groups(model, results[model])
+            if args.json:
+                with open(args.json, "w") as f:
+                    json.dump({m: r.get("groups", []) for m, r in results.items()}, f, indent=1)
             return
         rows = [r for r in args.rows.split(",") if r]
         unknown = [r for r in rows if r not in ROWS]
