@@ -24,6 +24,7 @@ const LoweringRegistry& LoweringRegistry::Global() {
     PopulateBackward(*r);
     PopulateShape(*r);
     PopulateIndexing(*r);
+    PopulatePooling(*r);
     return r;
   }();
   return *registry;

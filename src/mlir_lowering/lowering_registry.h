@@ -68,5 +68,6 @@ void PopulateContractions(LoweringRegistry& registry);
 void PopulateBackward(LoweringRegistry& registry);
 void PopulateShape(LoweringRegistry& registry);
 void PopulateIndexing(LoweringRegistry& registry);
+void PopulatePooling(LoweringRegistry& registry);
 
 }  // namespace trn::mlir_lowering

@@ -1,4 +1,4 @@
-"""Compile-mode lowerings of reductions, losses, backward ops and normalization vs CPU eager.
+"""Compile-mode lowerings of reductions, losses, backward ops, normalization and pooling vs CPU eager.
 
 Each family runs in a fresh subprocess with NEURON_MODE=compile. Every case runs its function
 on CPU tensors and on device copies (contiguous, transposed and sliced views, keepdim variants),
@@ -194,6 +194,30 @@ check("batch_norm_grad_nw", lambda a, e: (F.batch_norm(a, None, None, training=T
 finish(allowed_unlowered=("aten::ones_like", "aten::expand", "aten::new_empty_strided", "aten::fill"))
 '''
 
+POOLING = r'''
+# max_pool2d_with_indices is a loop nest on the host (ops/pooling.cpp): values and indices must
+# be ATen's bit for bit, NaN (the last one in a window wins), all -inf windows (the first
+# in-bounds index) and padding, dilation and ceil_mode included.
+x = torch.randn(4, 3, 9, 10)
+x[0, 0, :3, :3] = float("-inf")
+x[1, 1, 2, 2] = float("nan")
+x[1, 1, 3, 3] = float("nan")
+x[2, 2] = x[2, 2].round()  # ties: the first maximum in the window keeps it
+cases = [dict(kernel_size=2), dict(kernel_size=3, stride=2, padding=1), dict(kernel_size=(3, 2), stride=(2, 1)),
+         dict(kernel_size=2, ceil_mode=True), dict(kernel_size=3, stride=1, padding=1, dilation=1),
+         dict(kernel_size=(2, 3), stride=2, padding=(1, 0), dilation=(2, 1), ceil_mode=True),
+         dict(kernel_size=9, stride=1)]  # 81 positions: a runtime call
+for i, kw in enumerate(cases):
+    fn = lambda a, kw=kw: F.max_pool2d(a, return_indices=True, **kw)
+    check(f"max_pool2d[{i}]", fn, x, atol=0, rtol=0)
+    check(f"max_pool2d_3d[{i}]", fn, x[0], atol=0, rtol=0)
+    check(f"max_pool2d_grad[{i}]", lambda a, kw=kw: F.max_pool2d(a * 2, **kw).sum(), torch.randn(2, 3, 9, 10), grad=True)
+check("max_pool2d_channels_last", lambda a: F.max_pool2d(a, 2, return_indices=True),
+      x.contiguous(memory_format=torch.channels_last), atol=0, rtol=0)
+check("max_pool2d_view", lambda a: F.max_pool2d(a[:, :, 1:, ::2], 2, return_indices=True), x, atol=0, rtol=0)
+finish()
+'''
+
 
 def _run(code):
     proc = run_python(PRELUDE + code, env={"NEURON_MODE": "compile"})
@@ -202,11 +226,37 @@ def _run(code):
     return report
 
 
-@pytest.mark.parametrize("family", ["reductions", "losses", "backward", "normalization"])
+@pytest.mark.parametrize("family", ["reductions", "losses", "backward", "normalization", "pooling"])
 def test_lowerings_match_cpu_and_compile(family):
-    code = {"reductions": REDUCTIONS, "losses": LOSSES, "backward": BACKWARD, "normalization": NORMALIZATION}[family]
+    code = {"reductions": REDUCTIONS, "losses": LOSSES, "backward": BACKWARD, "normalization": NORMALIZATION,
+            "pooling": POOLING}[family]
     report = _run(code)
     assert report["failures"] == [], "\n".join(report["failures"])
     assert report["unlowered"] == {}, report["unlowered"]
     assert report["compile_failures"] == {}, report["compile_failures"]
     assert report["ops_run_compiled"] > 0
+
+
+def test_max_pool2d_is_a_loop_nest_on_the_host(tmp_path):
+    """On the host target max pooling compiles to its own loops, not a runtime call of ATen's
+    kernel (7x slower there); a window of more than 64 positions stays a runtime call."""
+    code = r'''
+import torch, torch_trn
+import torch.nn.functional as F
+x = torch.randn(2, 3, 12, 12, device=torch_trn.device())
+small = F.max_pool2d(x, 2, return_indices=True)
+torch_trn.sync()
+large = F.max_pool2d(x, 9, stride=1, return_indices=True)
+torch_trn.sync()
+'''
+    dump = tmp_path / "mlir"
+    dump.mkdir()
+    proc = run_python(code, env={"NEURON_MODE": "compile", "NEURON_DUMP_MLIR": str(dump),
+                                 "NEURON_CACHE_DIR": str(tmp_path / "cache")})
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    modules = [p.read_text() for p in dump.glob("*.mlir")]
+    small_mods = [m for m in modules if "tensor<2x3x6x6xi64>" in m]
+    large_mods = [m for m in modules if "tensor<2x3x4x4xi64>" in m]
+    assert len(small_mods) == 1 and len(large_mods) == 1, [m[:300] for m in modules]
+    assert "trn_ext" not in small_mods[0] and "linalg.index" in small_mods[0]
+    assert "trn_ext" in large_mods[0]
