@@ -6,7 +6,7 @@
 // thread on an idle core costs ~100 µs on this machine's virtual CPUs (the core halts), more
 // than the spin. It reads the clock every 32 pauses only, and yields the core there: when the
 // thread it waits for shares this core (another process busy on the other one: the scheduler
-// then keeps the recording thread and the executor together, waking each other), spinning on
+// then keeps the recording thread and the executor together, waking each other), spinning
 // held the core that thread needed until the budget ran out, and a sync round trip of one tiny
 // op took 108 µs (median) instead of 6 (sched_yield returns at once when nothing else waits).
 //
