@@ -215,6 +215,25 @@ for i, kw in enumerate(cases):
 check("max_pool2d_channels_last", lambda a: F.max_pool2d(a, 2, return_indices=True),
       x.contiguous(memory_format=torch.channels_last), atol=0, rtol=0)
 check("max_pool2d_view", lambda a: F.max_pool2d(a[:, :, 1:, ::2], 2, return_indices=True), x, atol=0, rtol=0)
+# avg_pool2d and its backward are loop nests too: ATen's sums (row by row, in the dtype), its
+# divisors (count_include_pad, divisor_override, windows clipped at the padded edge) exactly.
+y = torch.randn(3, 4, 9, 10)
+for i, kw in enumerate([dict(kernel_size=2), dict(kernel_size=3, stride=2, padding=1),
+                        dict(kernel_size=3, stride=2, padding=1, count_include_pad=False),
+                        dict(kernel_size=(3, 2), stride=(1, 2), padding=(1, 1), ceil_mode=True),
+                        dict(kernel_size=3, stride=2, ceil_mode=True, count_include_pad=False),
+                        dict(kernel_size=2, divisor_override=3), dict(kernel_size=3, stride=1, padding=1)]):
+    check(f"avg_pool2d[{i}]", lambda a, kw=kw: F.avg_pool2d(a, **kw), y, atol=0, rtol=0)
+    check(f"avg_pool2d_3d[{i}]", lambda a, kw=kw: F.avg_pool2d(a, **kw), y[0], atol=0, rtol=0)
+    check(f"avg_pool2d_grad[{i}]", lambda a, kw=kw: (F.avg_pool2d(a * 2, **kw) * 1.5).sum(), y, grad=True)
+    k = kw["kernel_size"]
+    args = [[k, k] if isinstance(k, int) else list(k), kw.get("stride", []), kw.get("padding", 0),
+            kw.get("ceil_mode", False), kw.get("count_include_pad", True), kw.get("divisor_override")]
+    gout = torch.randn(F.avg_pool2d(y, **kw).shape)
+    check(f"avg_pool2d_backward[{i}]", lambda go, a, args=args: torch.ops.aten.avg_pool2d_backward(go, a, *args),
+          gout, y, atol=0, rtol=0)
+check("avg_pool2d_channels_last", lambda a: F.avg_pool2d(a, 2), y.contiguous(memory_format=torch.channels_last),
+      atol=0, rtol=0)
 finish()
 '''
 
@@ -237,9 +256,10 @@ def test_lowerings_match_cpu_and_compile(family):
     assert report["ops_run_compiled"] > 0
 
 
-def test_max_pool2d_is_a_loop_nest_on_the_host(tmp_path):
-    """On the host target max pooling compiles to its own loops, not a runtime call of ATen's
-    kernel (7x slower there); a window of more than 64 positions stays a runtime call."""
+def test_pooling_is_a_loop_nest_on_the_host(tmp_path):
+    """On the host target max and avg pooling compile to their own loops, not runtime calls of
+    ATen's kernels (several times slower there); a window of more than 64 positions stays a
+    runtime call."""
     code = r'''
 import torch, torch_trn
 import torch.nn.functional as F
@@ -247,6 +267,9 @@ x = torch.randn(2, 3, 12, 12, device=torch_trn.device())
 small = F.max_pool2d(x, 2, return_indices=True)
 torch_trn.sync()
 large = F.max_pool2d(x, 9, stride=1, return_indices=True)
+torch_trn.sync()
+x.requires_grad_()
+F.avg_pool2d(x, 3).sum().backward()
 torch_trn.sync()
 '''
     dump = tmp_path / "mlir"
@@ -260,3 +283,6 @@ torch_trn.sync()
     assert len(small_mods) == 1 and len(large_mods) == 1, [m[:300] for m in modules]
     assert "trn_ext" not in small_mods[0] and "linalg.index" in small_mods[0]
     assert "trn_ext" in large_mods[0]
+    # avg_pool2d ([2, 3, 12, 12] -> [2, 3, 4, 4] f32) and its backward (-> [2, 3, 12, 12] f32).
+    avg = [m for m in modules if "tensor<2x3x4x4xf32>" in m and "tensor<2x3x4x4xi64>" not in m]
+    assert len(avg) == 2 and all("trn_ext" not in m for m in avg), [m[:300] for m in avg]

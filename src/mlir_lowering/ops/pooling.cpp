@@ -1,18 +1,25 @@
-// Pooling windows. On the host target max_pool2d_with_indices is a loop nest of its own: ATen's
-// CPU kernel took 146 us for a [64, 8, 8, 8] input on one thread (relu over the same tensor: 3
-// us), the loop nest below 18 us. The other pooling ops, max pooling's backward (ATen scatters
-// into zeros in 11 us there; a gather over the input as a loop nest took 19 us), and max pooling
-// itself on a trn target (whose pipeline lowers the call: trn/LowerPool.cpp) or with windows of
-// more than 64 positions, are runtime calls of ATen's CPU kernels (GroupLowering::Extern).
+// Pooling windows. On the host target max_pool2d_with_indices, avg_pool2d and avg_pool2d's
+// backward are loop nests of their own. ATen's CPU kernels, on the bench cnn's tensors and the
+// executor's one thread: max pooling of [64, 8, 8, 8] 146 us (relu of it: 3 us; the loop nest:
+// 18 us); avg pooling of [64, 16, 4, 4] 33 us forward, 45 us backward. The rest are runtime
+// calls of ATen's kernels (GroupLowering::Extern): the other pooling ops; max pooling's
+// backward (ATen scatters into zeros in 11 us there, a gather loop nest took 19 us); these three
+// on a trn target (whose pipeline lowers the calls: trn/LowerPool.cpp) or with windows of more
+// than 64 positions.
 //
-// The loop nest is elementwise over the result with the window unrolled in its body and the
+// Each loop nest is elementwise over its result with the window unrolled in its body and the
 // input read by tensor.extract: padding, dilation and ceil_mode need no padded copy (a position
-// outside the input is skipped; windows entirely inside need no check at all), and the running
-// maximum stays in registers. As a reduction over window loops it went through the result
-// buffer, which LLVM must assume aliases the input (129 us). Results are ATen's bit for bit
-// (aten/src/ATen/native/cpu/MaxPoolKernel.cpp): the window is scanned row by row; an element
-// replaces the running maximum when it is the first in-bounds one, greater, or NaN (so the last
-// NaN wins); its index is ih * W + iw in its plane, and the value is the element at that index.
+// outside the input is skipped; max pooling's windows entirely inside need no check), and the
+// running values stay in registers. As a reduction over window loops max pooling went through
+// the result buffer, which LLVM must assume aliases the input (129 us). Results are ATen's bit
+// for bit (aten/src/ATen/native/cpu/MaxPoolKernel.cpp, AvgPoolKernel.cpp):
+//  - max: the window is scanned row by row; an element replaces the running maximum when it is
+//    the first in-bounds one, greater, or NaN (so the last NaN wins); its index is ih * W + iw
+//    in its plane, and the value is the element at that index;
+//  - avg: the in-bounds elements summed row by row in the dtype, divided by ATen's divisor
+//    (divisor_override, or the window clipped to the padded input with count_include_pad, or to
+//    the input without); the backward as a gather: grad_input[h, w] adds grad_output / divisor of
+//    every window that summed (h, w), in ascending window order, as ATen adds them into zeros.
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "mlir_lowering/ops/reduce_helpers.h"
@@ -35,7 +42,8 @@ struct Window {
 std::optional<std::pair<int64_t, int64_t>> Pair(const GroupLowering& g, absl::string_view name,
                                                 std::optional<std::pair<int64_t, int64_t>> empty) {
   absl::StatusOr<c10::IValue> v = g.Arg(name);
-  if (!v.ok() || !v->isIntList()) return std::nullopt;
+  if (!v.ok()) return empty;  // not an argument of this op (avg pooling has no dilation)
+  if (!v->isIntList()) return std::nullopt;
   const std::vector<int64_t> l = v->toIntVector();
   if (l.empty()) return empty;
   if (l.size() == 1) return std::pair{l[0], l[0]};
@@ -156,11 +164,135 @@ absl::Status MaxPool2d(GroupLowering& g, const runtime::OpRecord&) {
   return g.WriteResult(1, index);
 }
 
+// avg pooling's divisor and clipped window for the output position (oh, ow) (i64 scalars), as
+// ATen's kernel computes them (AvgPoolKernel.cpp): the window clipped to the padded input gives
+// the pool size, then to the input the summed positions [h0, h1) x [w0, w1).
+struct AvgWindow {
+  Scalar h0, h1, w0, w1, divisor;
+};
+AvgWindow AvgAt(ScalarBuilder& b, const Window& win, const Scalar& oh, const Scalar& ow, bool count_pad,
+                std::optional<int64_t> divisor_override) {
+  Scalar hs = b.Sub(b.Mul(oh, I64(b, win.sh)), I64(b, win.ph)), ws = b.Sub(b.Mul(ow, I64(b, win.sw)), I64(b, win.pw));
+  Scalar he = b.Min(b.Add(hs, I64(b, win.kh)), I64(b, win.h + win.ph));
+  Scalar we = b.Min(b.Add(ws, I64(b, win.kw)), I64(b, win.w + win.pw));
+  Scalar pool = b.Mul(b.Sub(he, hs), b.Sub(we, ws));
+  AvgWindow a{b.Max(hs, I64(b, 0)), b.Min(he, I64(b, win.h)), b.Max(ws, I64(b, 0)), b.Min(we, I64(b, win.w)), pool};
+  if (divisor_override) {
+    a.divisor = I64(b, *divisor_override);
+  } else if (!count_pad) {
+    a.divisor = b.Mul(b.Sub(a.h1, a.h0), b.Sub(a.w1, a.w0));
+  }
+  return a;
+}
+
+struct AvgArgs {
+  bool count_pad = true;
+  std::optional<int64_t> divisor_override;
+};
+std::optional<AvgArgs> ReadAvgArgs(const GroupLowering& g) {
+  AvgArgs a;
+  absl::StatusOr<c10::IValue> c = g.Arg("count_include_pad"), d = g.Arg("divisor_override");
+  if (!c.ok() || !c->isBool() || !d.ok() || !(d->isNone() || d->isInt())) return std::nullopt;
+  a.count_pad = c->toBool();
+  if (d->isInt()) {
+    if (d->toInt() == 0) return std::nullopt;  // ATen raises: a runtime call keeps its error
+    a.divisor_override = d->toInt();
+  }
+  return a;
+}
+
+// avg_pool2d(self, kernel_size, stride=[], padding=0, ceil_mode=False, count_include_pad=True,
+// divisor_override=None), and its .out form: per output, the window's in-bounds elements summed
+// row by row in the dtype, divided by the divisor (0 for a window with none, as ATen).
+absl::Status AvgPool2d(GroupLowering& g, const runtime::OpRecord&) {
+  if (GroupLowering::TrnTarget()) return g.Extern();
+  TRN_ASSIGN_OR_RETURN(View in, TensorArg(g, "self"));
+  const at::Tensor dst = g.Destination(0);
+  std::optional<AvgArgs> avg = ReadAvgArgs(g);
+  if (!dst.defined() || dst.dim() != in.rank() || dst.scalar_type() != in.dtype || !avg) return g.Extern();
+  std::optional<Window> w = ReadWindow(g, in, dst.size(-2), dst.size(-1));
+  if (!w || w->kh * w->kw > kMaxUnrolled) return g.Extern();
+  const Window win = *w;
+  const std::string x = g.Materialize(in);
+  const std::vector<int64_t> in_sizes = in.sizes;
+  const c10::ScalarType t = in.dtype;
+  const size_t lead = win.lead.size();
+  std::vector<int64_t> out_shape = win.lead;
+  out_shape.push_back(win.oh);
+  out_shape.push_back(win.ow);
+  View out = g.Pointwise({}, out_shape, t, [&](ScalarBuilder& b, const Args&) {
+    const auto l = static_cast<int64_t>(lead);
+    const AvgWindow a = AvgAt(b, win, b.LoopIndex(l), b.LoopIndex(l + 1), avg->count_pad, avg->divisor_override);
+    Scalar sum = b.Constant(0, t);
+    for (int64_t kh = 0; kh < win.kh; ++kh) {
+      for (int64_t kw = 0; kw < win.kw; ++kw) {
+        Scalar ih = b.Add(b.Sub(b.Mul(b.LoopIndex(l), I64(b, win.sh)), I64(b, win.ph)), I64(b, kh));
+        Scalar iw = b.Add(b.Sub(b.Mul(b.LoopIndex(l + 1), I64(b, win.sw)), I64(b, win.pw)), I64(b, kw));
+        Scalar valid = b.And(InRange(b, ih, 0, win.h), InRange(b, iw, 0, win.w));
+        Scalar v = ExtractAt(b, x, in_sizes, t, lead, b.Select(valid, ih, I64(b, 0)), b.Select(valid, iw, I64(b, 0)));
+        sum = b.Select(valid, b.Add(sum, v), sum);
+      }
+    }
+    Scalar any = b.And(b.Cmp(Cmp::kLt, a.h0, a.h1), b.Cmp(Cmp::kLt, a.w0, a.w1));
+    return b.Select(any, b.Div(sum, b.Cast(a.divisor, t)), b.Constant(0, t));
+  });
+  return g.WriteResult(0, out);
+}
+
+// avg_pool2d_backward(grad_output, self, kernel_size, stride, padding, ceil_mode,
+// count_include_pad, divisor_override), and its .grad_input form, as a gather: grad_input[h, w]
+// adds grad_output / divisor of every window whose summed positions hold (h, w), in ascending
+// window order, as ATen's kernel adds them into zeros.
+absl::Status AvgPool2dBackward(GroupLowering& g, const runtime::OpRecord&) {
+  if (GroupLowering::TrnTarget()) return g.Extern();
+  TRN_ASSIGN_OR_RETURN(View self, TensorArg(g, "self"));
+  TRN_ASSIGN_OR_RETURN(View grad, TensorArg(g, "grad_output"));
+  const at::Tensor dst = g.Destination(0);
+  std::optional<AvgArgs> avg = ReadAvgArgs(g);
+  if (!dst.defined() || dst.sizes().vec() != self.sizes || dst.scalar_type() != self.dtype ||
+      grad.dtype != self.dtype || grad.rank() != self.rank() || !avg) {
+    return g.Extern();
+  }
+  std::optional<Window> w = ReadWindow(g, self, grad.sizes[grad.rank() - 2], grad.sizes[grad.rank() - 1]);
+  if (!w || !std::equal(w->lead.begin(), w->lead.end(), grad.sizes.begin())) return g.Extern();
+  // The windows that can hold input row h: oh in [floor((h + ph) / sh) - (rh - 1), floor((h + ph) / sh)].
+  const int64_t rh = (w->kh - 1) / w->sh + 1, rw = (w->kw - 1) / w->sw + 1;
+  if (rh * rw > kMaxUnrolled) return g.Extern();
+  const Window win = *w;
+  const std::string gy = g.Materialize(grad);
+  const std::vector<int64_t> out_sizes = grad.sizes;
+  const c10::ScalarType t = self.dtype;
+  const size_t lead = win.lead.size();
+  View dx = g.Pointwise({}, self.sizes, t, [&](ScalarBuilder& b, const Args&) {
+    const auto l = static_cast<int64_t>(lead);
+    Scalar h = b.LoopIndex(l), x = b.LoopIndex(l + 1);
+    Scalar oh0 = b.Sub(b.Div(b.Add(h, I64(b, win.ph)), I64(b, win.sh)), I64(b, rh - 1));
+    Scalar ow0 = b.Sub(b.Div(b.Add(x, I64(b, win.pw)), I64(b, win.sw)), I64(b, rw - 1));
+    Scalar sum = b.Constant(0, t);
+    for (int64_t r = 0; r < rh; ++r) {
+      for (int64_t c = 0; c < rw; ++c) {
+        Scalar oh = b.Add(oh0, I64(b, r)), ow = b.Add(ow0, I64(b, c));
+        Scalar valid = b.And(InRange(b, oh, 0, win.oh), InRange(b, ow, 0, win.ow));
+        Scalar ohc = b.Select(valid, oh, I64(b, 0)), owc = b.Select(valid, ow, I64(b, 0));
+        const AvgWindow a = AvgAt(b, win, ohc, owc, avg->count_pad, avg->divisor_override);
+        Scalar holds = b.And(b.And(b.Cmp(Cmp::kGe, h, a.h0), b.Cmp(Cmp::kLt, h, a.h1)),
+                             b.And(b.Cmp(Cmp::kGe, x, a.w0), b.Cmp(Cmp::kLt, x, a.w1)));
+        Scalar delta = b.Div(ExtractAt(b, gy, out_sizes, t, lead, ohc, owc), b.Cast(a.divisor, t));
+        sum = b.Select(b.And(valid, holds), b.Add(sum, delta), sum);
+      }
+    }
+    return sum;
+  });
+  return g.WriteResult(0, dx);
+}
+
 }  // namespace
 
 void PopulatePooling(LoweringRegistry& r) {
   r.Register("aten::max_pool2d_with_indices", "pooling", MaxPool2d, /*runtime_call=*/true);
-  for (const char* name : {"aten::max_pool2d_with_indices_backward", "aten::avg_pool2d", "aten::avg_pool2d_backward", "aten::adaptive_avg_pool2d",
+  r.Register("aten::avg_pool2d", "pooling", AvgPool2d, /*runtime_call=*/true);
+  r.Register("aten::avg_pool2d_backward", "pooling", AvgPool2dBackward, /*runtime_call=*/true);
+  for (const char* name : {"aten::max_pool2d_with_indices_backward", "aten::adaptive_avg_pool2d",
                            "aten::_adaptive_avg_pool2d", "aten::_adaptive_avg_pool2d_backward",
                            "aten::max_pool3d_with_indices", "aten::avg_pool3d", "aten::upsample_nearest2d",
                            "aten::upsample_bilinear2d"}) {
