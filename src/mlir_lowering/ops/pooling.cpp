@@ -36,6 +36,12 @@ struct Window {
   int64_t kh = 0, kw = 0, sh = 0, sw = 0, ph = 0, pw = 0, dh = 0, dw = 0;
   int64_t h = 0, w = 0, oh = 0, ow = 0;
   std::vector<int64_t> lead;
+  std::vector<int64_t> OutShape() const {
+    std::vector<int64_t> s = lead;
+    s.push_back(oh);
+    s.push_back(ow);
+    return s;
+  }
 };
 
 // An int[2] argument (one value stands for both); `empty` when the list is empty (stride=[]).
@@ -98,6 +104,16 @@ Scalar InRange(ScalarBuilder& b, const Scalar& x, int64_t lo, int64_t hi) {
   return b.And(b.Cmp(Cmp::kGe, x, I64(b, lo)), b.Cmp(Cmp::kLt, x, I64(b, hi)));
 }
 
+// Whether (ih, iw) is inside the [h, w] planes of `tensor`, and its element there (the element
+// at (0, 0) of the plane when outside: every read stays in bounds).
+std::pair<Scalar, Scalar> ReadInside(ScalarBuilder& b, const std::string& tensor, const std::vector<int64_t>& sizes,
+                                     c10::ScalarType dtype, size_t lead, const Scalar& ih, const Scalar& iw) {
+  const int64_t h = sizes[sizes.size() - 2], w = sizes[sizes.size() - 1];
+  Scalar valid = b.And(InRange(b, ih, 0, h), InRange(b, iw, 0, w));
+  Scalar v = ExtractAt(b, tensor, sizes, dtype, lead, b.Select(valid, ih, I64(b, 0)), b.Select(valid, iw, I64(b, 0)));
+  return {valid, v};
+}
+
 // Windows of more positions than this stay runtime calls (the loop bodies below unroll them).
 constexpr int64_t kMaxUnrolled = 64;
 
@@ -118,9 +134,7 @@ absl::Status MaxPool2d(GroupLowering& g, const runtime::OpRecord&) {
   const std::vector<int64_t> in_sizes = in.sizes;
   const c10::ScalarType t = in.dtype;
   const size_t lead = win.lead.size();
-  std::vector<int64_t> out_shape = win.lead;
-  out_shape.push_back(win.oh);
-  out_shape.push_back(win.ow);
+  const std::vector<int64_t> out_shape = win.OutShape();
   // Windows entirely inside the input (no padding, none past the edge).
   const bool inside = win.ph == 0 && win.pw == 0 && (win.oh - 1) * win.sh + (win.kh - 1) * win.dh < win.h &&
                       (win.ow - 1) * win.sw + (win.kw - 1) * win.dw < win.w;
@@ -146,8 +160,7 @@ absl::Status MaxPool2d(GroupLowering& g, const runtime::OpRecord&) {
           at = b.Select(take, index, at);
           continue;
         }
-        Scalar valid = b.And(InRange(b, ih, 0, win.h), InRange(b, iw, 0, win.w));
-        Scalar v = ExtractAt(b, x, in_sizes, t, lead, b.Select(valid, ih, I64(b, 0)), b.Select(valid, iw, I64(b, 0)));
+        auto [valid, v] = ReadInside(b, x, in_sizes, t, lead, ih, iw);
         Scalar first = b.Cmp(Cmp::kEq, at, I64(b, -1));
         Scalar take = b.And(valid, b.Or(first, b.Or(b.Cmp(Cmp::kGt, v, best), b.IsNan(v))));
         best = b.Select(take, v, best);
@@ -217,9 +230,7 @@ absl::Status AvgPool2d(GroupLowering& g, const runtime::OpRecord&) {
   const std::vector<int64_t> in_sizes = in.sizes;
   const c10::ScalarType t = in.dtype;
   const size_t lead = win.lead.size();
-  std::vector<int64_t> out_shape = win.lead;
-  out_shape.push_back(win.oh);
-  out_shape.push_back(win.ow);
+  const std::vector<int64_t> out_shape = win.OutShape();
   View out = g.Pointwise({}, out_shape, t, [&](ScalarBuilder& b, const Args&) {
     const auto l = static_cast<int64_t>(lead);
     const AvgWindow a = AvgAt(b, win, b.LoopIndex(l), b.LoopIndex(l + 1), avg->count_pad, avg->divisor_override);
@@ -228,8 +239,7 @@ absl::Status AvgPool2d(GroupLowering& g, const runtime::OpRecord&) {
       for (int64_t kw = 0; kw < win.kw; ++kw) {
         Scalar ih = b.Add(b.Sub(b.Mul(b.LoopIndex(l), I64(b, win.sh)), I64(b, win.ph)), I64(b, kh));
         Scalar iw = b.Add(b.Sub(b.Mul(b.LoopIndex(l + 1), I64(b, win.sw)), I64(b, win.pw)), I64(b, kw));
-        Scalar valid = b.And(InRange(b, ih, 0, win.h), InRange(b, iw, 0, win.w));
-        Scalar v = ExtractAt(b, x, in_sizes, t, lead, b.Select(valid, ih, I64(b, 0)), b.Select(valid, iw, I64(b, 0)));
+        auto [valid, v] = ReadInside(b, x, in_sizes, t, lead, ih, iw);
         sum = b.Select(valid, b.Add(sum, v), sum);
       }
     }
