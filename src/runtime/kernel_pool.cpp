@@ -181,15 +181,17 @@ void RunSplitLoop(void* fn, int64_t* slots, int64_t lo, int64_t hi) {
   const int64_t chunks = std::min<int64_t>(n, 4 * (pool->helpers() + 1));
   if (pool->stats() != nullptr) pool->stats()->CountLoopSplit();
   // The nest's last time per outer iteration (the pool's caller is one thread: no lock). A split
-  // run's time is about half the one-thread time, which only makes the estimate cautious.
-  const auto known = pool->nest_ns_per_iteration_.find(fn);
-  const int64_t expected = known == pool->nest_ns_per_iteration_.end() ? -1 : known->second * n;
+  // run's time is about half the one-thread time, which only makes the estimate cautious. In
+  // picoseconds: an elementwise loop over a flat tensor takes under a nanosecond an iteration,
+  // which in nanoseconds rounded to 0 and made a 10 ms loop look short enough to run alone.
+  const auto known = pool->nest_ps_per_iteration_.find(fn);
+  const int64_t expected = known == pool->nest_ps_per_iteration_.end() ? -1 : known->second * n / 1000;
   const int64_t begin = SteadyNs();
   pool->ParallelFor(static_cast<int>(chunks), [&](int c) {
     body(lo + n * c / chunks, lo + n * (c + 1) / chunks, slots);
   }, expected);
-  if (pool->nest_ns_per_iteration_.size() < 4096 || known != pool->nest_ns_per_iteration_.end()) {
-    pool->nest_ns_per_iteration_[fn] = (SteadyNs() - begin) / n;
+  if (pool->nest_ps_per_iteration_.size() < 4096 || known != pool->nest_ps_per_iteration_.end()) {
+    pool->nest_ps_per_iteration_[fn] = (SteadyNs() - begin) * 1000 / n;
   }
 }
 

@@ -94,9 +94,9 @@ class KernelPool {
   std::atomic<int> sleepers_{0};
   // Straggler back-off (see above); read and written by the ParallelFor caller only.
   int64_t balance_ns_ = 0;  // recent splits' gains (ns saved against running alone), capped
-  // RunSplitLoop's estimates: nanoseconds per outer iteration of each nest (at most 4096 nests).
+  // RunSplitLoop's estimates: picoseconds per outer iteration of each nest (at most 4096 nests).
   friend void RunSplitLoop(void* fn, int64_t* slots, int64_t lo, int64_t hi);
-  absl::flat_hash_map<void*, int64_t> nest_ns_per_iteration_;
+  absl::flat_hash_map<void*, int64_t> nest_ps_per_iteration_;
   int64_t backoff_ns_ = 0;
   int64_t alone_until_ns_ = 0;
 };

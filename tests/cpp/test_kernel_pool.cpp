@@ -111,3 +111,30 @@ TEST_CASE("run alone, a kernel still runs every chunk before rethrowing the firs
   }, /*expected_ns=*/1), std::runtime_error);
   CHECK(finished.load() == 7);
 }
+
+namespace {
+// A compiled loop nest's outlined body: fills bytes [lo, hi) of the buffer in slots[0].
+void FillBytes(int64_t lo, int64_t hi, int64_t* slots) {
+  auto* data = reinterpret_cast<uint8_t*>(slots[0]);
+  for (int64_t i = lo; i < hi; ++i) data[i] = static_cast<uint8_t>(i);
+}
+}  // namespace
+
+TEST_CASE("a long loop nest of sub-nanosecond iterations is split again once its helpers sleep", "[kernel_pool]") {
+  // Its learned time per iteration rounded to 0 ns once, and every later run was judged shorter
+  // than a helper's wake-up and ran on the caller alone (a flat 16M-element chain: 2x slower).
+  trn::runtime::Stats stats;
+  KernelPool pool(/*helpers=*/1, &stats);
+  KernelPool::SetForThisThread(&pool);
+  std::vector<uint8_t> data(64 << 20);
+  int64_t slots[1] = {reinterpret_cast<int64_t>(data.data())};
+  for (int run = 0; run < 2; ++run) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));  // the helper sleeps
+    trn::runtime::RunSplitLoop(reinterpret_cast<void*>(&FillBytes), slots, 0, static_cast<int64_t>(data.size()));
+  }
+  KernelPool::SetForThisThread(nullptr);
+  CHECK(data[12345] == static_cast<uint8_t>(12345));
+  CHECK(data.back() == static_cast<uint8_t>(data.size() - 1));
+  CHECK(stats.Snapshot().loops_split == 2);
+  CHECK(stats.Snapshot().kernels_run_alone == 0);
+}
