@@ -11,7 +11,6 @@
 #include <limits>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
 #include "mlir_lowering/ops/reduce_helpers.h"
 #include "runtime/knobs.h"
 
@@ -20,18 +19,6 @@ namespace {
 
 using Args = std::vector<Scalar>;
 constexpr int64_t kNone = 0, kMean = 1, kSum = 2;  // at::Reduction
-
-// `tensor.extract %tensor[idx...]` on a whole tensor of `type`'s shape; indices are i64.
-Scalar Extract(ScalarBuilder& b, const std::string& tensor, const View& type, const Args& idx) {
-  std::vector<std::string> ix;
-  for (const Scalar& s : idx) {
-    ix.push_back(b.Raw(absl::StrCat("arith.index_cast ", s.ssa, " : i64 to index"), c10::kLong).ssa);
-  }
-  const Scalar stored = b.Raw(absl::StrCat("tensor.extract ", tensor, "[", absl::StrJoin(ix, ", "), "] : ",
-                                          TensorType(type.sizes, type.dtype)),
-                             type.dtype);
-  return b.Load(stored.ssa, type.dtype);
-}
 
 struct Nll {
   View self, target;
@@ -97,7 +84,7 @@ absl::Status CheckTargets(GroupLowering& g, const Nll& n) {
 View NllElements(GroupLowering& g, const Nll& n, const std::string& xs, const std::string& ws, bool want_weight) {
   return g.Pointwise({Operand::Of(n.target)}, n.target.sizes, n.t, [&](ScalarBuilder& b, const Args& a) {
     TargetInfo ti = Classify(b, n, a[0]);
-    Scalar w = ws.empty() ? Const(b, 1, n.t) : Extract(b, ws, *n.weight, {ti.index});
+    Scalar w = ws.empty() ? Const(b, 1, n.t) : ExtractElement(b, ws, n.weight->sizes, n.weight->dtype, {ti.index});
     if (want_weight) {
       return MaskTarget(b, ti, w);
     }
@@ -106,7 +93,7 @@ View NllElements(GroupLowering& g, const Nll& n, const std::string& xs, const st
       idx.push_back(b.LoopIndex(d));
     }
     idx.insert(idx.begin() + n.class_dim, ti.index);
-    Scalar x = Extract(b, xs, n.self, idx);
+    Scalar x = ExtractElement(b, xs, n.self.sizes, n.self.dtype, idx);
     return MaskTarget(b, ti, b.Mul(b.Neg(x), w));
   });
 }

@@ -21,7 +21,6 @@
 //    the input without); the backward as a gather: grad_input[h, w] adds grad_output / divisor of
 //    every window that summed (h, w), in ascending window order, as ATen adds them into zeros.
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
 #include "mlir_lowering/ops/reduce_helpers.h"
 
 namespace trn::mlir_lowering {
@@ -80,21 +79,14 @@ std::optional<Window> ReadWindow(const GroupLowering& g, const View& input, int6
   return win;
 }
 
-// `tensor.extract %tensor[lead loop indices..., i, j]` of a whole tensor `type` (i, j: i64).
+// Element [lead loop indices..., i, j] of a whole tensor of `sizes` (i, j: i64 scalars).
 Scalar ExtractAt(ScalarBuilder& b, const std::string& tensor, const std::vector<int64_t>& sizes,
                  c10::ScalarType dtype, size_t lead, const Scalar& i, const Scalar& j) {
-  std::vector<std::string> ix;
-  for (size_t d = 0; d < lead; ++d) {
-    ix.push_back(b.Raw(absl::StrCat("arith.index_cast ", b.LoopIndex(static_cast<int64_t>(d)).ssa, " : i64 to index"),
-                       c10::kLong).ssa);
-  }
-  for (const Scalar* s : {&i, &j}) {
-    ix.push_back(b.Raw(absl::StrCat("arith.index_cast ", s->ssa, " : i64 to index"), c10::kLong).ssa);
-  }
-  const Scalar stored = b.Raw(absl::StrCat("tensor.extract ", tensor, "[", absl::StrJoin(ix, ", "), "] : ",
-                                          TensorType(sizes, dtype)),
-                             dtype);
-  return b.Load(stored.ssa, dtype);
+  std::vector<Scalar> idx;
+  for (size_t d = 0; d < lead; ++d) idx.push_back(b.LoopIndex(static_cast<int64_t>(d)));
+  idx.push_back(i);
+  idx.push_back(j);
+  return ExtractElement(b, tensor, sizes, dtype, idx);
 }
 
 Scalar I64(ScalarBuilder& b, int64_t v) { return b.Constant(v, c10::kLong); }

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "mlir_lowering/ops/op_helpers.h"
 
 namespace trn::mlir_lowering {
@@ -192,6 +193,20 @@ inline View Map(GroupLowering& g, const std::vector<View>& ins, const std::vecto
 }
 
 inline Scalar Const(ScalarBuilder& b, double v, c10::ScalarType t) { return b.Constant(v, t); }
+
+// `tensor.extract %tensor[idx...]` inside a linalg.generic body, on a whole tensor of `sizes` and
+// `dtype`; the indices are i64 scalars. The gathers of nll_loss and the pooling windows.
+inline Scalar ExtractElement(ScalarBuilder& b, const std::string& tensor, const std::vector<int64_t>& sizes,
+                             c10::ScalarType dtype, const std::vector<Scalar>& idx) {
+  std::vector<std::string> ix;
+  for (const Scalar& s : idx) {
+    ix.push_back(b.Raw(absl::StrCat("arith.index_cast ", s.ssa, " : i64 to index"), c10::kLong).ssa);
+  }
+  const Scalar stored = b.Raw(absl::StrCat("tensor.extract ", tensor, "[", absl::StrJoin(ix, ", "), "] : ",
+                                          TensorType(sizes, dtype)),
+                             dtype);
+  return b.Load(stored.ssa, dtype);
+}
 
 inline c10::Scalar Lowest(c10::ScalarType t) {
   switch (t) {
