@@ -107,23 +107,21 @@ bool Lowerer::IsConv(mlir::linalg::GenericOp g) {
 
 namespace {
 // The HBM side of a window's DMA: offset, then the partition axis and the window's own axes.
-void SetWindowAttrs(mlir::Operation* dma, const Window& w, mlir::OpBuilder& b) {
+void SetWindowAttrs(mlir::Operation* dma, const Window& w) {
   llvm::SmallVector<int64_t> sizes{w.partitions}, strides{w.partition_stride};
   sizes.append(w.sizes.begin(), w.sizes.end());
   strides.append(w.strides.begin(), w.strides.end());
-  dma->setAttr(kHbmOffsetAttr, b.getI64IntegerAttr(w.offset));
-  dma->setAttr(kHbmSizesAttr, b.getDenseI64ArrayAttr(sizes));
-  dma->setAttr(kHbmStridesAttr, b.getDenseI64ArrayAttr(strides));
+  SetHbmWindow(dma, w.offset, sizes, strides);
 }
 }  // namespace
 
 Value Lowerer::LoadWindow(const Window& w, int64_t free, mlir::Type element) {
   Value tile = Sbuf(w.partitions, {free}, element);
-  SetWindowAttrs(Make<DmaCopyOp>(w.memref, tile), w, b_);
+  SetWindowAttrs(Make<DmaCopyOp>(w.memref, tile), w);
   return tile;
 }
 
-void Lowerer::StoreWindow(Value tile, const Window& w) { SetWindowAttrs(Make<DmaCopyOp>(tile, w.memref), w, b_); }
+void Lowerer::StoreWindow(Value tile, const Window& w) { SetWindowAttrs(Make<DmaCopyOp>(tile, w.memref), w); }
 
 // A weight tile [partitions, free] (one free axis), loaded once per convolution while the
 // cache holds kWeightCacheBytes per partition (then it starts over).
@@ -154,9 +152,7 @@ Value Lowerer::ShiftedTile(const ConvSum& s, const ConvTap& tap, int64_t k0, int
   auto dma = Make<DmaCopyOp>(s.x, tile);
   const int64_t offset = s.x_offset + (k0)*s.x_channel + (tap.ah + s.sh * (r0 + rlo)) * s.x_row +
                          (tap.aw + s.sw * (c0 + clo)) * s.x_col;
-  dma->setAttr(kHbmOffsetAttr, b_.getI64IntegerAttr(offset));
-  dma->setAttr(kHbmSizesAttr, b_.getDenseI64ArrayAttr({kb, rhi - rlo, chi - clo}));
-  dma->setAttr(kHbmStridesAttr, b_.getDenseI64ArrayAttr({s.x_channel, s.sh * s.x_row, s.sw * s.x_col}));
+  SetHbmWindow(dma, offset, {kb, rhi - rlo, chi - clo}, {s.x_channel, s.sh * s.x_row, s.sw * s.x_col});
   if (partial) {
     dma->setAttr(kTileOffsetAttr, b_.getI64IntegerAttr(rlo * cb + clo));
     dma->setAttr(kTileSizesAttr, b_.getDenseI64ArrayAttr({rhi - rlo, chi - clo}));

@@ -85,21 +85,16 @@ LogicalResult Lowerer::LowerGather(mlir::linalg::GenericOp g) {
   const int64_t n = index_type.getNumElements();
   if (n * row != out_type.getNumElements()) return g.emitOpError("result size is not indices x row");
   const mlir::Type element = DeviceType(ElementOf(table));
-  auto window = [&](mlir::Operation* dma, int64_t offset, llvm::ArrayRef<int64_t> sizes, llvm::ArrayRef<int64_t> strides) {
-    dma->setAttr(kHbmOffsetAttr, b_.getI64IntegerAttr(offset));
-    dma->setAttr(kHbmSizesAttr, b_.getDenseI64ArrayAttr(sizes));
-    dma->setAttr(kHbmStridesAttr, b_.getDenseI64ArrayAttr(strides));
-  };
   for (int64_t n0 = 0; n0 < n; n0 += kMaxPartitions) {
     const int64_t p = std::min<int64_t>(kMaxPartitions, n - n0);
     Value idx = Sbuf(p, {1}, b_.getI32Type());
-    window(Make<DmaCopyOp>(index_hbm->memref, idx), index_hbm->offset + n0, {p, 1}, {1, 1});
+    SetHbmWindow(Make<DmaCopyOp>(index_hbm->memref, idx), index_hbm->offset + n0, {p, 1}, {1, 1});
     for (int64_t c0 = 0; c0 < row; c0 += kMaxRowChunk) {
       const int64_t c = std::min(kMaxRowChunk, row - c0);
       Value block = Sbuf(p, {c}, element);
-      window(Make<DmaGatherOp>(table_hbm->memref, idx, block), table_hbm->offset + c0 * col_stride, {rows, c},
+      SetHbmWindow(Make<DmaGatherOp>(table_hbm->memref, idx, block), table_hbm->offset + c0 * col_stride, {rows, c},
              {row_stride, col_stride});
-      window(Make<DmaCopyOp>(block, out_hbm->memref), out_hbm->offset + n0 * row + c0, {p, c}, {row, 1});
+      SetHbmWindow(Make<DmaCopyOp>(block, out_hbm->memref), out_hbm->offset + n0 * row + c0, {p, c}, {row, 1});
     }
   }
   return success();
@@ -139,11 +134,6 @@ LogicalResult Lowerer::LowerEmbeddingBackward(mlir::linalg::GenericOp g) {
   const int64_t n = index_type.getNumElements();
   if (n * row != grad_type.getNumElements()) return g.emitOpError("grad_output size is not indices x row");
   const mlir::Type f32 = b_.getF32Type(), i32 = b_.getI32Type();
-  auto window = [&](mlir::Operation* dma, int64_t offset, llvm::ArrayRef<int64_t> sizes, llvm::ArrayRef<int64_t> strides) {
-    dma->setAttr(kHbmOffsetAttr, b_.getI64IntegerAttr(offset));
-    dma->setAttr(kHbmSizesAttr, b_.getDenseI64ArrayAttr(sizes));
-    dma->setAttr(kHbmStridesAttr, b_.getDenseI64ArrayAttr(strides));
-  };
   // The result starts at zero: one zero tile stored over it.
   const int64_t zp = std::min<int64_t>(kMaxPartitions, rows), zc = std::min(kMaxRowChunk, row);
   Value zeros = Sbuf(zp, {zc}, f32);
@@ -157,17 +147,17 @@ LogicalResult Lowerer::LowerEmbeddingBackward(mlir::linalg::GenericOp g) {
         z = Sbuf(p, {c}, f32);
         Make<MemsetOp>(z, b_.getF64FloatAttr(0.0));
       }
-      window(Make<DmaCopyOp>(z, out_hbm->memref), out_hbm->offset + r0 * row + c0, {p, c}, {row, 1});
+      SetHbmWindow(Make<DmaCopyOp>(z, out_hbm->memref), out_hbm->offset + r0 * row + c0, {p, c}, {row, 1});
     }
   }
   for (int64_t n0 = 0; n0 < n; n0 += kMaxPartitions) {
     const int64_t p = std::min<int64_t>(kMaxPartitions, n - n0);
     Value idx = Sbuf(p, {1}, i32);
-    window(Make<DmaCopyOp>(index_hbm->memref, idx), index_hbm->offset + n0, {p, 1}, {1, 1});
+    SetHbmWindow(Make<DmaCopyOp>(index_hbm->memref, idx), index_hbm->offset + n0, {p, 1}, {1, 1});
     for (int64_t c0 = 0; c0 < row; c0 += kMaxRowChunk) {
       const int64_t c = std::min(kMaxRowChunk, row - c0);
       Value rows_tile = Sbuf(p, {c}, f32);
-      window(Make<DmaCopyOp>(grad_hbm->memref, rows_tile), grad_hbm->offset + n0 * row + c0, {p, c}, {row, 1});
+      SetHbmWindow(Make<DmaCopyOp>(grad_hbm->memref, rows_tile), grad_hbm->offset + n0 * row + c0, {p, c}, {row, 1});
       if (padding_idx >= 0 && padding_idx < rows) {
         // pad[p, f] = indices[p] == padding_idx (the index column spread over the row), and
         // zeros copied over those rows.
@@ -181,7 +171,7 @@ LogicalResult Lowerer::LowerEmbeddingBackward(mlir::linalg::GenericOp g) {
         Make<MemsetOp>(zero, b_.getF64FloatAttr(0.0));
         Make<CopyPredicatedOp>(zero, pad, rows_tile);
       }
-      window(Make<DmaScatterAddOp>(rows_tile, idx, out_hbm->memref), out_hbm->offset + c0, {rows, c}, {row, 1});
+      SetHbmWindow(Make<DmaScatterAddOp>(rows_tile, idx, out_hbm->memref), out_hbm->offset + c0, {rows, c}, {row, 1});
     }
   }
   return success();

@@ -140,6 +140,13 @@ std::optional<OperandAccess> AccessOf(Value memref, mlir::AffineMap map, std::st
   return a;
 }
 
+void SetHbmWindow(mlir::Operation* dma, int64_t offset, llvm::ArrayRef<int64_t> sizes, llvm::ArrayRef<int64_t> strides) {
+  mlir::Builder b(dma->getContext());
+  dma->setAttr(kHbmOffsetAttr, b.getI64IntegerAttr(offset));
+  dma->setAttr(kHbmSizesAttr, b.getDenseI64ArrayAttr(sizes));
+  dma->setAttr(kHbmStridesAttr, b.getDenseI64ArrayAttr(strides));
+}
+
 void SetWindow(mlir::Operation* dma, const OperandAccess& a, const TileSpace& t) {
   mlir::Builder b(dma->getContext());
   int64_t offset = a.base;
@@ -153,9 +160,7 @@ void SetWindow(mlir::Operation* dma, const OperandAccess& a, const TileSpace& t)
     sizes.push_back(1);
     strides.push_back(1);
   }
-  dma->setAttr(kHbmOffsetAttr, b.getI64IntegerAttr(offset));
-  dma->setAttr(kHbmSizesAttr, b.getDenseI64ArrayAttr(sizes));
-  dma->setAttr(kHbmStridesAttr, b.getDenseI64ArrayAttr(strides));
+  SetHbmWindow(dma, offset, sizes, strides);
 }
 
 // ---- the lowering of one function ----
@@ -737,11 +742,7 @@ std::optional<Lowerer::Val> Lowerer::Get(Value v, const TileSpace& t, llvm::Dens
       offset += idx.value() * hbm->strides[i];
     }
     Value col = Sbuf(t.partition.count, {1}, DeviceType(load.getType()));
-    auto dma = Make<DmaCopyOp>(hbm->memref, col);
-    mlir::Builder b(dma->getContext());
-    dma->setAttr(kHbmOffsetAttr, b.getI64IntegerAttr(offset));
-    dma->setAttr(kHbmSizesAttr, b.getDenseI64ArrayAttr({t.partition.count, 1}));
-    dma->setAttr(kHbmStridesAttr, b.getDenseI64ArrayAttr({0, 1}));
+    SetHbmWindow(Make<DmaCopyOp>(hbm->memref, col), offset, {t.partition.count, 1}, {0, 1});
     return vals[v] = Val::Column(col);
   }
   if (def->getNumResults() != 1 || !def->getDialect() ||

@@ -77,6 +77,8 @@ struct TileSpace {
   }
 };
 
+// The HBM side of a DMA: element offset, then sizes and strides (the partition axis first).
+void SetHbmWindow(mlir::Operation* dma, int64_t offset, llvm::ArrayRef<int64_t> sizes, llvm::ArrayRef<int64_t> strides);
 void SetWindow(mlir::Operation* dma, const OperandAccess& a, const TileSpace& t);
 
 // ---- convolutions (LowerConv.cpp) ----
