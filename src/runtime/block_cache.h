@@ -67,9 +67,11 @@ class BlockCache {
   struct Header {  // stored kAlignment bytes before each block's data
     size_t size;   // rounded data size
     bool large;    // cached on free (size >= kMinBlock)
+    void* raw;     // small blocks: what malloc returned (the block is aligned within it)
   };
   static_assert(sizeof(Header) <= kAlignment);
-  void* SystemAllocate(size_t bytes, bool large);
+  // A large block's mapping, or a small block aligned within a malloc allocation (`*raw`).
+  void* SystemAllocate(size_t bytes, bool large, void** raw);
   void CountAllocation(size_t size);
 
   const size_t capacity_;

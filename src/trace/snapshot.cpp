@@ -28,7 +28,14 @@ at::Tensor Snapshot(const at::Tensor& t) {
   if (!t.defined() || !runtime::IsDeviceTensor(t)) {
     return t;
   }
-  at::Tensor s = ViewOf(t, t.sizes(), t.strides(), t.storage_offset(), t.dtype());
+  // Without autograd's keys the snapshot is an inference tensor: its TensorImpl allocates no
+  // version counter (one allocation less per argument of every recorded op). Only the executor
+  // reads it, never autograd.
+  auto impl = c10::make_intrusive<c10::TensorImpl>(
+      c10::TensorImpl::VIEW, c10::Storage(t.storage()),
+      t.key_set() - c10::autograd_dispatch_keyset_with_ADInplaceOrView, t.dtype());
+  impl->set_sizes_and_strides(t.sizes(), t.strides(), t.storage_offset());
+  at::Tensor s(std::move(impl));
   runtime::CopyMathBits(t, s);
   return s;
 }
