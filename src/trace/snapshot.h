@@ -14,7 +14,8 @@ struct Geometry;
 namespace trn::trace {
 
 // A private TensorImpl over `t`'s storage with `t`'s current geometry (and conj/neg bits): later
-// in-place metadata changes on `t` (squeeze_, as_strided_) do not reach the queued op.
+// in-place metadata changes on `t` (squeeze_, as_strided_) do not reach the queued op. It is an
+// inference tensor (no autograd keys, no version counter): only the executor reads it.
 at::Tensor Snapshot(const at::Tensor& t);
 
 // What a queued op keeps of an argument: snapshots of device tensors, private copies of host

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <vector>
 
 #include <catch2/catch.hpp>
 
@@ -27,6 +28,26 @@ TEST_CASE("large blocks are reused, small ones are not cached", "[block_cache]")
   cache.Free(small);
   CHECK(cache.cached_bytes() == 0);
   cache.Free(b);
+}
+
+TEST_CASE("small blocks of every size are aligned and usable to their last byte", "[block_cache]") {
+  BlockCache cache(size_t{64} << 20);
+  std::vector<void*> blocks;
+  for (size_t n = 1; n <= 5000; n += 37) {
+    void* p = cache.Allocate(n);
+    REQUIRE(p != nullptr);
+    CHECK(reinterpret_cast<uintptr_t>(p) % BlockCache::kAlignment == 0);
+    std::memset(p, static_cast<int>(n & 0xff), n);
+    blocks.push_back(p);
+  }
+  size_t n = 1;
+  for (void* p : blocks) {  // no block overlaps another: each still holds its own pattern
+    CHECK(static_cast<unsigned char*>(p)[n - 1] == (n & 0xff));
+    n += 37;
+  }
+  for (void* p : blocks) cache.Free(p);
+  CHECK(cache.cached_bytes() == 0);
+  CHECK(cache.stats().allocated == 0);
 }
 
 TEST_CASE("the cache never holds more than its capacity", "[block_cache]") {

@@ -2,6 +2,7 @@
 #include <ATen/ATen.h>
 
 #include "trace/device_state.h"
+#include "trace/snapshot.h"
 
 #include <catch2/catch.hpp>
 
@@ -55,4 +56,17 @@ TEST_CASE("a failing op raises the eager exception class, named with its op", "[
   }
   // The stream recovers after the error was reported.
   CHECK(a.sum().item<double>() == 3.0);
+}
+
+TEST_CASE("a snapshot views its tensor's storage with the geometry of the moment, as an inference tensor", "[device]") {
+  at::Tensor t = at::arange(6, at::kFloat).to(Dev()).reshape({2, 3});
+  at::Tensor s = trn::trace::Snapshot(t);
+  CHECK(s.storage().is_alias_of(t.storage()));
+  CHECK(s.sizes() == t.sizes());
+  CHECK(s.strides() == t.strides());
+  // No autograd keys: no version counter to allocate for each argument of each recorded op.
+  CHECK(s.is_inference());
+  CHECK_FALSE(t.is_inference());
+  t.unsafeGetTensorImpl()->set_sizes_and_strides(at::IntArrayRef({3, 2}), at::IntArrayRef({2, 1}), 0);  // as t_ would
+  CHECK(s.sizes() == at::IntArrayRef({2, 3}));
 }
