@@ -27,7 +27,7 @@
 
 namespace trn::runtime {
 
-inline constexpr int kMaxCompiledArgs = 96;    // ctx + inputs + outputs of one entry point
+inline constexpr int kMaxCompiledArgs = 256;   // ctx + inputs + outputs of one entry point
 inline constexpr int kMaxExternOperands = 16;  // tensors of one extern call
 
 namespace neuroncore {
