@@ -12,16 +12,15 @@ namespace trn::trace {
 
 namespace {
 at::Tensor ViewOf(const at::Tensor& base, c10::IntArrayRef sizes, c10::IntArrayRef strides, int64_t offset,
-                  caffe2::TypeMeta dtype) {
-  auto impl = c10::make_intrusive<c10::TensorImpl>(c10::TensorImpl::VIEW, c10::Storage(base.storage()),
-                                                   base.key_set(), dtype);
+                  caffe2::TypeMeta dtype, c10::DispatchKeySet keys) {
+  auto impl = c10::make_intrusive<c10::TensorImpl>(c10::TensorImpl::VIEW, c10::Storage(base.storage()), keys, dtype);
   impl->set_sizes_and_strides(sizes, strides, offset);
   return at::Tensor(std::move(impl));
 }
 }  // namespace
 
 at::Tensor MakeView(const at::Tensor& base, const Geometry& g) {
-  return ViewOf(base, g.sizes, g.strides, g.offset, c10::scalarTypeToTypeMeta(g.dtype));
+  return ViewOf(base, g.sizes, g.strides, g.offset, c10::scalarTypeToTypeMeta(g.dtype), base.key_set());
 }
 
 at::Tensor Snapshot(const at::Tensor& t) {
@@ -31,11 +30,8 @@ at::Tensor Snapshot(const at::Tensor& t) {
   // Without autograd's keys the snapshot is an inference tensor: its TensorImpl allocates no
   // version counter (one allocation less per argument of every recorded op). Only the executor
   // reads it, never autograd.
-  auto impl = c10::make_intrusive<c10::TensorImpl>(
-      c10::TensorImpl::VIEW, c10::Storage(t.storage()),
-      t.key_set() - c10::autograd_dispatch_keyset_with_ADInplaceOrView, t.dtype());
-  impl->set_sizes_and_strides(t.sizes(), t.strides(), t.storage_offset());
-  at::Tensor s(std::move(impl));
+  at::Tensor s = ViewOf(t, t.sizes(), t.strides(), t.storage_offset(), t.dtype(),
+                        t.key_set() - c10::autograd_dispatch_keyset_with_ADInplaceOrView);
   runtime::CopyMathBits(t, s);
   return s;
 }

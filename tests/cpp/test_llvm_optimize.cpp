@@ -21,37 +21,11 @@
 
 namespace {
 
-// b[i] = a[i] * 2 over 1024 floats: one static loop, as a group's elementwise loop nest.
-constexpr const char* kScaleLoop = R"ll(
-define void @scale(ptr noalias %a, ptr noalias %b) {
-entry:
-  br label %loop
-loop:
-  %i = phi i64 [ 0, %entry ], [ %next, %loop ]
-  %pa = getelementptr float, ptr %a, i64 %i
-  %x = load float, ptr %pa
-  %y = fmul float %x, 2.0
-  %pb = getelementptr float, ptr %b, i64 %i
-  store float %y, ptr %pb
-  %next = add i64 %i, 1
-  %done = icmp eq i64 %next, 1024
-  br i1 %done, label %exit, label %loop
-exit:
-  ret void
-}
-)ll";
-
-// b[i] = a[i] through `links` dependent multiply-adds and one division over `trips` floats
-// (0: a runtime count %n), as a fused transcendental chain's loop.
-std::string ChainLoop(int links, int trips) {
-  std::string body = "  %c0 = fdiv float 1.0, %x\n";
-  for (int k = 0; k < links; ++k) {
-    absl::StrAppend(&body, "  %m", k, " = fmul float %c", k, ", 1.5\n", "  %c", k + 1, " = fadd float %m",
-                    k, ", %x\n");
-  }
-  const std::string bound = trips == 0 ? "%n" : std::to_string(trips);
-  return absl::StrCat(R"ll(
-define void @chain(ptr noalias %a, ptr noalias %b, i64 %n) {
+// One loop b[i] = f(a[i]) over `bound` floats (a constant, or %n: a runtime count); `body`
+// computes `result` from %x.
+std::string OneLoop(const std::string& name, const std::string& body, const std::string& result,
+                    const std::string& bound) {
+  return absl::StrCat("define void @", name, R"ll((ptr noalias %a, ptr noalias %b, i64 %n) {
 entry:
   br label %loop
 loop:
@@ -59,7 +33,7 @@ loop:
   %pa = getelementptr float, ptr %a, i64 %i
   %x = load float, ptr %pa
 )ll",
-                      body, "  %pb = getelementptr float, ptr %b, i64 %i\n  store float %c", links,
+                      body, "  %pb = getelementptr float, ptr %b, i64 %i\n  store float ", result,
                       R"ll(, ptr %pb
   %next = add i64 %i, 1
   %done = icmp eq i64 %next, )ll",
@@ -71,12 +45,26 @@ exit:
 )ll");
 }
 
+// b[i] = a[i] * 2 over 1024 floats: one static loop, as a group's elementwise loop nest.
+std::string ScaleLoop() { return OneLoop("scale", "  %y = fmul float %x, 2.0\n", "%y", "1024"); }
+
+// b[i] = a[i] through `links` dependent multiply-adds and one division over `trips` floats
+// (0: a runtime count), as a fused transcendental chain's loop.
+std::string ChainLoop(int links, int trips) {
+  std::string body = "  %c0 = fdiv float 1.0, %x\n";
+  for (int k = 0; k < links; ++k) {
+    absl::StrAppend(&body, "  %m", k, " = fmul float %c", k, ", 1.5\n", "  %c", k + 1, " = fadd float %m",
+                    k, ", %x\n");
+  }
+  return OneLoop("chain", body, absl::StrCat("%c", links), trips == 0 ? "%n" : std::to_string(trips));
+}
+
 struct Counts {
   int total = 0;   // instructions of `opcode` left in the function
   int vector = 0;  // of which on vectors
 };
 
-Counts OptimizeAndCount(int opt_level, const std::string& ir = kScaleLoop,
+Counts OptimizeAndCount(int opt_level, const std::string& ir = ScaleLoop(),
                         const char* function = "scale",
                         unsigned opcode = llvm::Instruction::FMul) {
   llvm::InitializeNativeTarget();
