@@ -79,14 +79,24 @@ std::optional<Window> ReadWindow(const GroupLowering& g, const View& input, int6
   return win;
 }
 
-// Element [lead loop indices..., i, j] of a whole tensor of `sizes` (i, j: i64 scalars).
-Scalar ExtractAt(ScalarBuilder& b, const std::string& tensor, const std::vector<int64_t>& sizes,
-                 c10::ScalarType dtype, size_t lead, const Scalar& i, const Scalar& j) {
+// A whole tensor [lead..., H, W] read element by element in a loop nest whose first loops run
+// over its lead dims (the pooling ops' outputs and inputs share them).
+struct Planes {
+  Planes(GroupLowering& g, const View& v)
+      : tensor(g.Materialize(v)), sizes(v.sizes), dtype(v.dtype), lead(v.sizes.size() - 2) {}
+  std::string tensor;
+  std::vector<int64_t> sizes;
+  c10::ScalarType dtype;
+  size_t lead;
+};
+
+// Element [lead loop indices..., i, j] of `p` (i, j: i64 scalars).
+Scalar ExtractAt(ScalarBuilder& b, const Planes& p, const Scalar& i, const Scalar& j) {
   std::vector<Scalar> idx;
-  for (size_t d = 0; d < lead; ++d) idx.push_back(b.LoopIndex(static_cast<int64_t>(d)));
+  for (size_t d = 0; d < p.lead; ++d) idx.push_back(b.LoopIndex(static_cast<int64_t>(d)));
   idx.push_back(i);
   idx.push_back(j);
-  return ExtractElement(b, tensor, sizes, dtype, idx);
+  return ExtractElement(b, p.tensor, p.sizes, p.dtype, idx);
 }
 
 Scalar I64(ScalarBuilder& b, int64_t v) { return b.Constant(v, c10::kLong); }
@@ -96,18 +106,25 @@ Scalar InRange(ScalarBuilder& b, const Scalar& x, int64_t lo, int64_t hi) {
   return b.And(b.Cmp(Cmp::kGe, x, I64(b, lo)), b.Cmp(Cmp::kLt, x, I64(b, hi)));
 }
 
-// Whether (ih, iw) is inside the [h, w] planes of `tensor`, and its element there (the element
-// at (0, 0) of the plane when outside: every read stays in bounds).
-std::pair<Scalar, Scalar> ReadInside(ScalarBuilder& b, const std::string& tensor, const std::vector<int64_t>& sizes,
-                                     c10::ScalarType dtype, size_t lead, const Scalar& ih, const Scalar& iw) {
-  const int64_t h = sizes[sizes.size() - 2], w = sizes[sizes.size() - 1];
+// Whether (ih, iw) is inside the [h, w] planes of `p`, and its element there (the element at
+// (0, 0) of the plane when outside: every read stays in bounds).
+std::pair<Scalar, Scalar> ReadInside(ScalarBuilder& b, const Planes& p, const Scalar& ih, const Scalar& iw) {
+  const int64_t h = p.sizes[p.sizes.size() - 2], w = p.sizes[p.sizes.size() - 1];
   Scalar valid = b.And(InRange(b, ih, 0, h), InRange(b, iw, 0, w));
-  Scalar v = ExtractAt(b, tensor, sizes, dtype, lead, b.Select(valid, ih, I64(b, 0)), b.Select(valid, iw, I64(b, 0)));
+  Scalar v = ExtractAt(b, p, b.Select(valid, ih, I64(b, 0)), b.Select(valid, iw, I64(b, 0)));
   return {valid, v};
 }
 
 // Windows of more positions than this stay runtime calls (the loop bodies below unroll them).
 constexpr int64_t kMaxUnrolled = 64;
+
+// ReadWindow for the forward ops, whose loop nests unroll the window: nullopt past kMaxUnrolled
+// positions.
+std::optional<Window> UnrolledWindow(const GroupLowering& g, const View& input, int64_t oh, int64_t ow) {
+  std::optional<Window> w = ReadWindow(g, input, oh, ow);
+  if (!w || w->kh * w->kw > kMaxUnrolled) return std::nullopt;
+  return w;
+}
 
 // max_pool2d_with_indices(self, kernel_size, stride=[], padding=0, dilation=1, ceil_mode=False)
 // -> (values, indices), and its .out form.
@@ -119,20 +136,18 @@ absl::Status MaxPool2d(GroupLowering& g, const runtime::OpRecord&) {
       values.scalar_type() != in.dtype) {
     return g.Extern();
   }
-  std::optional<Window> w = ReadWindow(g, in, values.size(-2), values.size(-1));
-  if (!w || w->kh * w->kw > kMaxUnrolled) return g.Extern();
+  std::optional<Window> w = UnrolledWindow(g, in, values.size(-2), values.size(-1));
+  if (!w) return g.Extern();
   const Window win = *w;
-  const std::string x = g.Materialize(in);
-  const std::vector<int64_t> in_sizes = in.sizes;
-  const c10::ScalarType t = in.dtype;
-  const size_t lead = win.lead.size();
+  const Planes x(g, in);
+  const c10::ScalarType t = x.dtype;
   const std::vector<int64_t> out_shape = win.OutShape();
   // Windows entirely inside the input (no padding, none past the edge).
   const bool inside = win.ph == 0 && win.pw == 0 && (win.oh - 1) * win.sh + (win.kh - 1) * win.dh < win.h &&
                       (win.ow - 1) * win.sw + (win.kw - 1) * win.dw < win.w;
   // The index: one pass over the window, unrolled, the running maximum in registers.
   View index = g.Pointwise({}, out_shape, c10::kLong, [&](ScalarBuilder& b, const Args&) {
-    const auto l = static_cast<int64_t>(lead);
+    const auto l = static_cast<int64_t>(x.lead);
     Scalar ih0 = b.Sub(b.Mul(b.LoopIndex(l), I64(b, win.sh)), I64(b, win.ph));
     Scalar iw0 = b.Sub(b.Mul(b.LoopIndex(l + 1), I64(b, win.sw)), I64(b, win.pw));
     Scalar best = b.Constant(Lowest(t), t), at = I64(b, -1);
@@ -141,7 +156,7 @@ absl::Status MaxPool2d(GroupLowering& g, const runtime::OpRecord&) {
         Scalar ih = b.Add(ih0, I64(b, kh * win.dh)), iw = b.Add(iw0, I64(b, kw * win.dw));
         Scalar index = b.Add(b.Mul(ih, I64(b, win.w)), iw);
         if (inside) {  // every position is in the input: no bounds checks, the first one is taken
-          Scalar v = ExtractAt(b, x, in_sizes, t, lead, ih, iw);
+          Scalar v = ExtractAt(b, x, ih, iw);
           if (kh == 0 && kw == 0) {
             best = v;
             at = index;
@@ -152,7 +167,7 @@ absl::Status MaxPool2d(GroupLowering& g, const runtime::OpRecord&) {
           at = b.Select(take, index, at);
           continue;
         }
-        auto [valid, v] = ReadInside(b, x, in_sizes, t, lead, ih, iw);
+        auto [valid, v] = ReadInside(b, x, ih, iw);
         Scalar first = b.Cmp(Cmp::kEq, at, I64(b, -1));
         Scalar take = b.And(valid, b.Or(first, b.Or(b.Cmp(Cmp::kGt, v, best), b.IsNan(v))));
         best = b.Select(take, v, best);
@@ -163,7 +178,7 @@ absl::Status MaxPool2d(GroupLowering& g, const runtime::OpRecord&) {
   });
   // The value: the element at the index (the running maximum is always the element it names).
   View value = g.Pointwise({Operand::Of(index)}, out_shape, t, [&](ScalarBuilder& b, const Args& a) {
-    return ExtractAt(b, x, in_sizes, t, lead, b.Div(a[0], I64(b, win.w)), b.Rem(a[0], I64(b, win.w)));
+    return ExtractAt(b, x, b.Div(a[0], I64(b, win.w)), b.Rem(a[0], I64(b, win.w)));
   });
   TRN_RETURN_IF_ERROR(g.WriteResult(0, value));
   return g.WriteResult(1, index);
@@ -215,23 +230,21 @@ absl::Status AvgPool2d(GroupLowering& g, const runtime::OpRecord&) {
   const at::Tensor dst = g.Destination(0);
   std::optional<AvgArgs> avg = ReadAvgArgs(g);
   if (!dst.defined() || dst.dim() != in.rank() || dst.scalar_type() != in.dtype || !avg) return g.Extern();
-  std::optional<Window> w = ReadWindow(g, in, dst.size(-2), dst.size(-1));
-  if (!w || w->kh * w->kw > kMaxUnrolled) return g.Extern();
+  std::optional<Window> w = UnrolledWindow(g, in, dst.size(-2), dst.size(-1));
+  if (!w) return g.Extern();
   const Window win = *w;
-  const std::string x = g.Materialize(in);
-  const std::vector<int64_t> in_sizes = in.sizes;
-  const c10::ScalarType t = in.dtype;
-  const size_t lead = win.lead.size();
+  const Planes x(g, in);
+  const c10::ScalarType t = x.dtype;
   const std::vector<int64_t> out_shape = win.OutShape();
   View out = g.Pointwise({}, out_shape, t, [&](ScalarBuilder& b, const Args&) {
-    const auto l = static_cast<int64_t>(lead);
+    const auto l = static_cast<int64_t>(x.lead);
     const AvgWindow a = AvgAt(b, win, b.LoopIndex(l), b.LoopIndex(l + 1), avg->count_pad, avg->divisor_override);
     Scalar sum = b.Constant(0, t);
     for (int64_t kh = 0; kh < win.kh; ++kh) {
       for (int64_t kw = 0; kw < win.kw; ++kw) {
         Scalar ih = b.Add(b.Sub(b.Mul(b.LoopIndex(l), I64(b, win.sh)), I64(b, win.ph)), I64(b, kh));
         Scalar iw = b.Add(b.Sub(b.Mul(b.LoopIndex(l + 1), I64(b, win.sw)), I64(b, win.pw)), I64(b, kw));
-        auto [valid, v] = ReadInside(b, x, in_sizes, t, lead, ih, iw);
+        auto [valid, v] = ReadInside(b, x, ih, iw);
         sum = b.Select(valid, b.Add(sum, v), sum);
       }
     }
@@ -261,12 +274,10 @@ absl::Status AvgPool2dBackward(GroupLowering& g, const runtime::OpRecord&) {
   const int64_t rh = (w->kh - 1) / w->sh + 1, rw = (w->kw - 1) / w->sw + 1;
   if (rh * rw > kMaxUnrolled) return g.Extern();
   const Window win = *w;
-  const std::string gy = g.Materialize(grad);
-  const std::vector<int64_t> out_sizes = grad.sizes;
+  const Planes gy(g, grad);
   const c10::ScalarType t = self.dtype;
-  const size_t lead = win.lead.size();
   View dx = g.Pointwise({}, self.sizes, t, [&](ScalarBuilder& b, const Args&) {
-    const auto l = static_cast<int64_t>(lead);
+    const auto l = static_cast<int64_t>(gy.lead);
     Scalar h = b.LoopIndex(l), x = b.LoopIndex(l + 1);
     Scalar oh0 = b.Sub(b.Div(b.Add(h, I64(b, win.ph)), I64(b, win.sh)), I64(b, rh - 1));
     Scalar ow0 = b.Sub(b.Div(b.Add(x, I64(b, win.pw)), I64(b, win.sw)), I64(b, rw - 1));
@@ -279,7 +290,7 @@ absl::Status AvgPool2dBackward(GroupLowering& g, const runtime::OpRecord&) {
         const AvgWindow a = AvgAt(b, win, ohc, owc, avg->count_pad, avg->divisor_override);
         Scalar holds = b.And(b.And(b.Cmp(Cmp::kGe, h, a.h0), b.Cmp(Cmp::kLt, h, a.h1)),
                              b.And(b.Cmp(Cmp::kGe, x, a.w0), b.Cmp(Cmp::kLt, x, a.w1)));
-        Scalar delta = b.Div(ExtractAt(b, gy, out_sizes, t, lead, ohc, owc), b.Cast(a.divisor, t));
+        Scalar delta = b.Div(ExtractAt(b, gy, ohc, owc), b.Cast(a.divisor, t));
         sum = b.Select(b.And(valid, holds), b.Add(sum, delta), sum);
       }
     }
