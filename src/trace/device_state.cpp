@@ -16,6 +16,8 @@
 
 #include <ATen/CPUGeneratorImpl.h>
 #include <ATen/core/grad_mode.h>
+#include <torch/csrc/autograd/engine.h>
+#include <torch/csrc/autograd/graph_task.h>
 
 namespace trn::trace {
 namespace {
@@ -110,8 +112,25 @@ void ThrowIfError(const absl::Status& status) {
   throw c10::Error(loc, msg);
 }
 
+namespace {
+// Compile and adaptive modes: the first op a thread records inside a backward pass queues a final
+// callback on that pass (the autograd engine runs it once every node has run, before backward()
+// returns) that flushes the pending segment. The backward's last ops then start running as soon
+// as the pass ends, not when the Python thread records its next op (the optimizer's first, often
+// hundreds of microseconds of Python later). The cut is where the next thread change would cut
+// anyway: nothing else records while backward() waits, so keys are unchanged.
+void FlushWhenBackwardEnds(DeviceState& state) {
+  thread_local int queued_for = -1;
+  const int task = torch::autograd::get_current_graph_task_id();
+  if (task == -1 || task == queued_for || state.stream.mode() == runtime::Mode::kEager) return;
+  queued_for = task;
+  torch::autograd::Engine::get_default_engine().queue_callback([&state] { state.stream.Flush(); });
+}
+}  // namespace
+
 void AppendRecord(DeviceState& state, runtime::OpRecord record, double record_begin_us) {
   CaptureNoteRecord(record);
+  FlushWhenBackwardEnds(state);
   ThrowIfError(state.stream.Record(std::move(record), record_begin_us));
 }
 

@@ -346,3 +346,43 @@ def test_host_time_counts_waiting_for_the_executor_as_waiting():
     assert out["sync_ops"] == out["syncs"] == 3, out
     assert out["flush_ops"] > 0, out
     assert out["sync_ns"] > out["flush_ns"], f"waiting for the executor was counted as flushing: {out}"
+
+
+@pytest.mark.parametrize("mode", ["compile", "adaptive"])
+def test_a_backward_pass_is_handed_to_the_executor_when_it_ends(mode):
+    # The backward's ops are flushed by a final callback on the autograd engine's graph task, so
+    # they run while the Python thread is still between backward() and its next op (the
+    # optimizer's prologue), not when that next op or a sync is recorded. Without it, nothing here
+    # would flush the pending segment: ops_executed would stay behind ops_recorded until the
+    # deadline. The keys must not change: the callback cuts where the next op's thread change
+    # would cut (the second step compiles nothing new).
+    out = run_json("""
+        import json, time, torch, torch_trn
+        torch.manual_seed(0)
+        model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.Tanh(), torch.nn.Linear(16, 1)).to("neuron")
+        x = torch.randn(4, 8).to("neuron")
+        caught_up, compiles = [], []
+        for step in range(3):
+            loss = model(x).sum()
+            loss.backward()
+            deadline = time.monotonic() + 20
+            while time.monotonic() < deadline:
+                s = torch_trn.stats()
+                if s["ops_executed"] == s["ops_recorded"]:
+                    break
+                time.sleep(0.005)
+            caught_up.append(s["ops_executed"] == s["ops_recorded"])
+            grads = [p.grad.cpu() for p in model.parameters()]
+            for p in model.parameters():
+                p.grad = None
+            torch_trn.wait_for_compiles()
+            compiles.append(torch_trn.stats()["compiles"])
+        cpu = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.Tanh(), torch.nn.Linear(16, 1))
+        cpu.load_state_dict({k: v.cpu() for k, v in model.state_dict().items()})
+        cpu(x.cpu()).sum().backward()
+        ok = all(torch.allclose(g, p.grad, atol=1e-6) for g, p in zip(grads, cpu.parameters()))
+        print(json.dumps({"caught_up": caught_up, "compiles": compiles, "grads_match": ok}))
+    """, env={"NEURON_MODE": mode, "NEURON_CACHE_DIR": "off"})
+    assert out["caught_up"] == [True, True, True], out
+    assert out["grads_match"], out
+    assert out["compiles"][2] == out["compiles"][1], f"a step after the first compiled new groups: {out}"
