@@ -70,12 +70,16 @@ constexpr absl::Duration kQuietBeforeRelease = absl::Milliseconds(2);
 // While it waits for a unit's build, the executor plans the segments queued behind it this often.
 constexpr absl::Duration kPlanAheadEvery = absl::Milliseconds(1);
 
+// The cores left beside the executor's and the recording thread's (kernel_pool.h).
+int SpareCores() { return std::max(0, static_cast<int>(std::thread::hardware_concurrency()) - 2); }
+
 }  // namespace
 
 Executor::Executor(ExecutorOptions options, Stats* stats)
     : options_(options),
       stats_(stats),
-      kernel_pool_(std::make_unique<KernelPool>(static_cast<int>(options.kernel_helpers), stats)),
+      kernel_pool_(std::make_unique<KernelPool>(static_cast<int>(options.kernel_helpers), stats, &waiting_,
+                                                SpareCores())),
       thread_([this] { Loop(); }) {}
 
 void Executor::ReleaseEarly(ExecUnit& unit) {
@@ -125,6 +129,7 @@ void Executor::Submit(ExecUnit unit) {
   // mu_: `lock` is released before `wait` retakes the GIL. A unit larger than max_pending is
   // admitted once the queue is below the bound (progress is guaranteed).
   ScopedBlockingWait wait;
+  WaitingScope counted(*this);
   absl::MutexLock lock(&mu_);
   mu_.Await(absl::Condition(this, &Executor::HasRoom));
   Enqueue(std::move(unit), n);
@@ -133,16 +138,19 @@ void Executor::Submit(ExecUnit unit) {
 absl::Status Executor::Wait() {
   absl::Status status;
   bool idle = false;
-  // A short wait (a sync right after a few small ops) ends here, without the sleep and wake-up.
-  SpinUntil(kSpinBeforeSleep, [this] { return unfinished_units_.load(std::memory_order_acquire) == 0; });
   {
-    absl::MutexLock lock(&mu_);
-    idle = Idle();
-  }
-  if (!idle) {
-    ScopedBlockingWait wait;
-    absl::MutexLock lock(&mu_);
-    mu_.Await(absl::Condition(this, &Executor::Idle));
+    WaitingScope counted(*this);
+    // A short wait (a sync right after a few small ops) ends here, without the sleep and wake-up.
+    SpinUntil(kSpinBeforeSleep, [this] { return unfinished_units_.load(std::memory_order_acquire) == 0; });
+    {
+      absl::MutexLock lock(&mu_);
+      idle = Idle();
+    }
+    if (!idle) {
+      ScopedBlockingWait wait;
+      absl::MutexLock lock(&mu_);
+      mu_.Await(absl::Condition(this, &Executor::Idle));
+    }
   }
   {
     absl::MutexLock lock(&mu_);
@@ -434,6 +442,7 @@ void Executor::WaitFinishedThrough(uint64_t batch) {
   absl::MutexLock lock(&mu_);
   auto finished = [this, batch]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return FinishedThrough(batch); };
   if (!finished()) {
+    WaitingScope counted(*this);
     // (The callers hold no GIL here: Flush runs under ScopedBlockingWait, Sync after Wait.)
     mu_.Await(absl::Condition(&finished));
   }

@@ -108,6 +108,21 @@ class Executor {
 
   void Submit(OpRecord record);
   void Submit(ExecUnit unit);
+  // While in scope, the calling thread counts as waiting for the executor (as inside Wait), so
+  // the kernel pool's helper may take its core (kernel_pool.h). A sync holds one from before its
+  // flush: the segment it submits may start running before Wait is entered.
+  class WaitingScope {
+   public:
+    explicit WaitingScope(Executor& executor) : waiting_(executor.waiting_) {
+      waiting_.fetch_add(1, std::memory_order_acq_rel);
+    }
+    ~WaitingScope() { waiting_.fetch_sub(1, std::memory_order_acq_rel); }
+    WaitingScope(const WaitingScope&) = delete;
+    WaitingScope& operator=(const WaitingScope&) = delete;
+
+   private:
+    std::atomic<int>& waiting_;
+  };
   // Blocks until every submitted op has run; returns (and clears) the first error since the
   // previous Wait, with "<op> at <file:line (function)>: " prepended. Warnings the kernels
   // raised meanwhile are re-raised (c10::warn) on the waiting thread, where PyTorch turns them
@@ -179,6 +194,9 @@ class Executor {
   const ExecutorOptions options_;
   Stats* const stats_;
   GroupBench group_bench_;
+  // Threads blocked on this executor (Wait, WaitFinishedThrough, Submit's backpressure): while
+  // one waits, its core is idle and the kernel pool's helper may use it (kernel_pool.h).
+  std::atomic<int> waiting_{0};
   std::unique_ptr<KernelPool> kernel_pool_;  // created before the executor thread starts
   mutable absl::Mutex mu_;
   UnitRing<ExecUnit> queue_ ABSL_GUARDED_BY(mu_);

@@ -26,7 +26,8 @@ constexpr int64_t kMaxBalanceNs = 10'000'000;
 KernelPool* KernelPool::OfThisThread() { return this_thread_pool; }
 void KernelPool::SetForThisThread(KernelPool* pool) { this_thread_pool = pool; }
 
-KernelPool::KernelPool(int helpers, Stats* stats) : stats_(stats) {
+KernelPool::KernelPool(int helpers, Stats* stats, const std::atomic<int>* recorder_waiting, int spare_cores)
+    : stats_(stats), recorder_waiting_(recorder_waiting), spare_cores_(spare_cores) {
   for (int i = 0; i < helpers; ++i) {
     threads_.emplace_back([this, i] {
       profiler::NameThisThread(i == 0 ? "kernel helper" : "kernel helper " + std::to_string(i));
@@ -100,12 +101,17 @@ bool KernelPool::Stopping() {
   return stop_;
 }
 
+bool KernelPool::HelpersMayRun() const {
+  return spare_cores_ > 0 || recorder_waiting_ == nullptr || recorder_waiting_->load(std::memory_order_acquire) > 0;
+}
+
 void KernelPool::ParallelFor(int n, const std::function<void(int)>& fn, int64_t expected_ns) {
   if (n <= 0) return;
   const int64_t start = SteadyNs();
   const bool short_for_sleepers = expected_ns >= 0 && expected_ns < kWakeWorthNs &&
                                   sleepers_.load(std::memory_order_acquire) >= static_cast<int>(threads_.size());
-  if (threads_.empty() || n == 1 || short_for_sleepers || (alone_until_ns_ != 0 && start < alone_until_ns_)) {
+  if (threads_.empty() || n == 1 || short_for_sleepers || (alone_until_ns_ != 0 && start < alone_until_ns_) ||
+      !HelpersMayRun()) {
     if (n > 1 && !threads_.empty() && stats_ != nullptr) stats_->CountKernelRunAlone();
     // As in a split: every chunk runs, then the first exception is rethrown.
     std::exception_ptr first;

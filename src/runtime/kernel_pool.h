@@ -10,6 +10,16 @@
 // CPU, unlike OpenMP workers that spin for milliseconds against the recording thread
 // (docs/adaptive.md, "Threads on a small machine").
 //
+// Whose cores: the executor and the recording thread each need one. Helpers beyond those
+// (`spare_cores`: the machine's cores minus two) always split; the helper that would take the
+// recording thread's core splits only while the recording thread waits for the executor (a
+// sync, a flush waiting for its units, backpressure: `recorder_waiting` > 0). While it records,
+// the executor runs its kernels alone: the executor then has slack (it keeps up with the
+// recording), and a helper on the recording thread's core moves work onto the step's critical
+// path (the demo's steady step in compile mode: 3.26 ms with a helper splitting its products
+// against 3.03 ms alone). On this 2-core machine there is no spare core: kernels split exactly
+// while the program waits for them.
+//
 // Each chunk runs its kernel single-threaded (the helpers' and, during the split, the executor's
 // OpenMP team size is 1), so there is no nested parallelism.
 //
@@ -44,8 +54,11 @@ namespace trn::runtime {
 
 class KernelPool {
  public:
-  // `stats` (may be null) counts the loop nests RunSplitLoop splits.
-  explicit KernelPool(int helpers, Stats* stats = nullptr);
+  // `stats` (may be null) counts the loop nests RunSplitLoop splits. `recorder_waiting` (may be
+  // null: every helper splits) counts the threads waiting for the executor; `spare_cores` is
+  // the number of cores left beside the executor's and the recording thread's.
+  explicit KernelPool(int helpers, Stats* stats = nullptr, const std::atomic<int>* recorder_waiting = nullptr,
+                      int spare_cores = 0);
   ~KernelPool();
   KernelPool(const KernelPool&) = delete;
   KernelPool& operator=(const KernelPool&) = delete;
@@ -77,7 +90,12 @@ class KernelPool {
   };
   Ran RunChunks();
 
+  // Whether a kernel may split now (see "Whose cores" above).
+  bool HelpersMayRun() const;
+
   Stats* const stats_;
+  const std::atomic<int>* const recorder_waiting_;
+  const int spare_cores_;
   std::vector<std::thread> threads_;
   // The current kernel: chunks [0, n_), next_ the next unclaimed one, done_ the finished ones.
   const std::function<void(int)>* fn_ = nullptr;

@@ -151,6 +151,7 @@ bool Stream::Append(runtime::OpRecord record) {
 absl::Status Stream::Sync(const std::string& reason) {
   stats_->CountSync(reason);
   const double begin = runtime::profiler::NowUs();
+  runtime::Executor::WaitingScope waiting(executor_);  // from the flush on: nothing is recorded until it returns
   const uint64_t flushed = Groups() ? Flush() : 0;
   const int64_t wait_begin = runtime::MonotonicNs();
   absl::Status status = executor_.Wait();
@@ -343,10 +344,17 @@ uint64_t Stream::Flush() {
   runtime::ScopedBlockingWait no_gil;
   absl::MutexLock flush(&flush_mu_);
   std::vector<runtime::OpRecord> segment;
+  // The next segment's vector is allocated here, outside mu_, at this segment's likely size:
+  // one allocation per flush instead of a reallocation (and a move of every record) each time
+  // the pending vector doubles while ops are recorded.
+  std::vector<runtime::OpRecord> next;
+  next.reserve(last_flush_ops_);
   {
     absl::MutexLock lock(&mu_);
     segment.swap(pending_);
+    pending_.swap(next);
   }
+  last_flush_ops_ = std::max(segment.size(), size_t{16});
   if (segment.empty()) {
     return batches_;
   }

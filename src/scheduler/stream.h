@@ -110,6 +110,7 @@ class Stream {
   // submitted them (ReleaseThrough).
   static constexpr uint64_t kRetiredBatches = 2;
   uint64_t batches_ ABSL_GUARDED_BY(flush_mu_) = 0;
+  size_t last_flush_ops_ ABSL_GUARDED_BY(flush_mu_) = 16;  // the last segment's ops: the next one's reserve
   int64_t remote_refreshed_ns_ ABSL_GUARDED_BY(flush_mu_) = -1;
   RefLedger ledger_;  // references of the flushes not released yet
   ShapeVariants variants_;  // NEURON_SHAPE_VARIANTS

@@ -1,6 +1,7 @@
 // KernelPool: every chunk of a kernel runs exactly once, on the caller or a helper, kernels run
 // back to back, a chunk's exception reaches the caller after every chunk finished, and a
-// straggling helper makes the pool run kernels on the caller alone for a while.
+// straggling helper makes the pool run kernels on the caller alone for a while; without a spare
+// core, helpers take part only while the recording thread waits for the executor.
 #include "runtime/kernel_pool.h"
 
 #include <atomic>
@@ -77,6 +78,47 @@ TEST_CASE("a helper that stalls a kernel makes the next kernels run on the calle
   std::vector<std::atomic<int>> runs(16);
   pool.ParallelFor(16, [&](int i) { runs[i].fetch_add(1); });
   for (auto& r : runs) CHECK(r.load() == 1);
+  CHECK(stats.Snapshot().kernels_run_alone == 1);
+}
+
+TEST_CASE("without a spare core, a kernel splits only while the recording thread waits", "[kernel_pool]") {
+  trn::runtime::Stats stats;
+  std::atomic<int> waiting{0};
+  KernelPool pool(/*helpers=*/1, &stats, &waiting, /*spare_cores=*/0);
+  const std::thread::id caller = std::this_thread::get_id();
+  // Nobody waits: the helper's core is the recording thread's, so every chunk runs on the caller.
+  std::atomic<int> on_helpers{0};
+  pool.ParallelFor(16, [&](int) {
+    if (std::this_thread::get_id() != caller) on_helpers.fetch_add(1);
+  });
+  CHECK(on_helpers.load() == 0);
+  CHECK(stats.Snapshot().kernels_run_alone == 1);
+  // The recording thread waits: the helper takes part (each caller chunk waits for it, 10 s at most).
+  waiting = 1;
+  std::atomic<bool> helper_ran{false};
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  pool.ParallelFor(64, [&](int) {
+    if (std::this_thread::get_id() != caller) {
+      helper_ran = true;
+    } else {
+      while (!helper_ran.load() && std::chrono::steady_clock::now() < deadline) std::this_thread::yield();
+    }
+  });
+  CHECK(helper_ran.load());
+  CHECK(stats.Snapshot().kernels_run_alone == 1);
+  // A spare core splits whether or not anybody waits.
+  waiting = 0;
+  KernelPool spare(/*helpers=*/1, &stats, &waiting, /*spare_cores=*/1);
+  std::atomic<bool> spare_ran{false};
+  const auto deadline2 = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  spare.ParallelFor(64, [&](int) {
+    if (std::this_thread::get_id() != caller) {
+      spare_ran = true;
+    } else {
+      while (!spare_ran.load() && std::chrono::steady_clock::now() < deadline2) std::this_thread::yield();
+    }
+  });
+  CHECK(spare_ran.load());
   CHECK(stats.Snapshot().kernels_run_alone == 1);
 }
 
