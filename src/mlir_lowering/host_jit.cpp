@@ -8,6 +8,7 @@
 #include "mlir_lowering/object_check.h"
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Arith/Transforms/BufferizableOpInterfaceImpl.h"
@@ -46,14 +47,19 @@
 #include "llvm/IR/LLVMContext.h"
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Module.h"
+#include "llvm/Object/ELFObjectFile.h"
+#include "llvm/Object/ObjectFile.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/Support/raw_ostream.h"
 #include "llvm/Target/TargetMachine.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <cmath>
 #include <mutex>
 #include <vector>
@@ -311,7 +317,54 @@ LoadedObject::~LoadedObject() {
   }
 }
 
-absl::StatusOr<std::unique_ptr<LoadedObject>> LoadObject(const ObjectCode& code) {
+namespace {
+
+std::atomic<bool> perf_map_enabled{false};
+
+// Appends the defined functions of `code` (linked into `dylib`) to /tmp/perf-<pid>.map.
+void WritePerfMap(llvm::orc::LLJIT& lljit, llvm::orc::JITDylib& dylib, const ObjectCode& code,
+                  std::string_view label) {
+  auto object = llvm::object::ObjectFile::createObjectFile(
+      llvm::MemoryBufferRef(llvm::StringRef(code.bytes.data(), code.bytes.size()), code.entry_symbol));
+  if (!object) {
+    llvm::consumeError(object.takeError());
+    return;
+  }
+  std::string lines;
+  for (const llvm::object::SymbolRef& symbol : (*object)->symbols()) {
+    auto type = symbol.getType();
+    auto name = symbol.getName();
+    auto flags = symbol.getFlags();
+    if (!type || !name || !flags || *type != llvm::object::SymbolRef::ST_Function ||
+        (*flags & llvm::object::SymbolRef::SF_Undefined)) {
+      if (!type) llvm::consumeError(type.takeError());
+      if (!name) llvm::consumeError(name.takeError());
+      if (!flags) llvm::consumeError(flags.takeError());
+      continue;
+    }
+    const uint64_t size = llvm::object::ELFSymbolRef(symbol).getSize();
+    auto address = lljit.lookup(dylib, *name);
+    if (!address) {  // a local symbol: not looked up by name
+      llvm::consumeError(address.takeError());
+      continue;
+    }
+    const std::string_view what = label.empty() ? std::string_view("object") : label;
+    lines += absl::StrFormat("%x %x trn %s %s\n", address->getValue(), size, what,
+                             std::string_view(name->data(), name->size()));
+  }
+  static std::mutex mu;
+  std::lock_guard<std::mutex> lock(mu);
+  if (FILE* f = std::fopen(absl::StrCat("/tmp/perf-", ::getpid(), ".map").c_str(), "a")) {
+    std::fwrite(lines.data(), 1, lines.size(), f);
+    std::fclose(f);
+  }
+}
+
+}  // namespace
+
+void EnablePerfMap(bool on) { perf_map_enabled.store(on, std::memory_order_relaxed); }
+
+absl::StatusOr<std::unique_ptr<LoadedObject>> LoadObject(const ObjectCode& code, std::string_view label) {
   // The linker trusts the object's structure: a malformed one aborted the process (issue 34).
   if (absl::Status checked = CheckObject(code.bytes); !checked.ok()) {
     return absl::Status(checked.code(), absl::StrCat("refusing the object for ", code.entry_symbol, ": ",
@@ -346,6 +399,9 @@ absl::StatusOr<std::unique_ptr<LoadedObject>> LoadObject(const ObjectCode& code)
     remove_on_error();
     return absl::InternalError(absl::StrCat("resolving ", code.entry_symbol, ": ",
                                             ToString(entry.takeError())));
+  }
+  if (perf_map_enabled.load(std::memory_order_relaxed)) {
+    WritePerfMap(lljit, *dylib, code, label);
   }
   return std::unique_ptr<LoadedObject>(new LoadedObject(std::move(jit), entry->toPtr<void*>()));
 }

@@ -73,7 +73,7 @@ class LoadedObject {
 
  private:
   struct Jit;
-  friend absl::StatusOr<std::unique_ptr<LoadedObject>> LoadObject(const ObjectCode& code);
+  friend absl::StatusOr<std::unique_ptr<LoadedObject>> LoadObject(const ObjectCode& code, std::string_view label);
   LoadedObject(std::unique_ptr<Jit> jit, void* entry);
 
   std::unique_ptr<Jit> jit_;
@@ -90,7 +90,17 @@ void RegisterRuntimeSymbolPrefix(std::string prefix, void* address);
 // resolves `code.entry_symbol`. Errors: InvalidArgument for a malformed object (refused before
 // the linker sees it), Internal when the object cannot be linked or the symbol is missing.
 // Note: only load bytes you produced or verified (DESIGN.md §3.8): this runs native code.
-absl::StatusOr<std::unique_ptr<LoadedObject>> LoadObject(const ObjectCode& code);
+// `label` names the code in the perf map (EnablePerfMap), e.g. the group's key.
+absl::StatusOr<std::unique_ptr<LoadedObject>> LoadObject(const ObjectCode& code, std::string_view label = "");
+
+// For profiling compiled code with Linux perf (NEURON_PERF_MAP=1): while enabled, LoadObject
+// appends each loaded object's functions to /tmp/perf-<pid>.map, one "<start> <size> <name>"
+// line each (hex, the format perf reads for code in anonymous memory), so `perf report` names a
+// group's functions ("trn <label> <symbol>") instead of [unknown]. The file stays after exit
+// (perf reads it when it reports) and is never trimmed: an address whose object was unloaded
+// and reused by a later one has two lines, and perf takes the later. Thread-safe; called once at
+// start-up by the compiler's owner.
+void EnablePerfMap(bool on);
 
 // "<triple>;<cpu>;<features>" of the host the objects are compiled for. Disk cache keys must
 // include it: an object compiled for one CPU may use instructions another lacks.

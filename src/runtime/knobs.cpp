@@ -90,6 +90,10 @@ const std::vector<KnobSpec>& KnobSpecs() {
       {"NEURON_VERIFY_PASSES", "0", "0 | 1",
        "Verify a group's MLIR after every pass of its host compile (O0 compiles take ~12 % longer; "
        "names the pass that broke a lowering). 0: verified once, after the pipeline."},
+      {"NEURON_PERF_MAP", "0", "0 | 1",
+       "For profiling with Linux perf: each loaded compiled group's functions are appended to "
+       "/tmp/perf-<pid>.map, so perf report names them (trn group <key> <symbol>) instead of "
+       "[unknown]. The file stays after exit."},
       {"NEURON_ADAPTIVE_GROUP_OPS", "64", "integer >= 1",
        "adaptive mode: recorded ops are cut into groups of at most this many, at content-defined "
        "points from half this many on (an inserted op moves only nearby cuts); a group starts "
@@ -241,7 +245,7 @@ absl::StatusOr<Knobs> ParseKnobs(const EnvLookup& lookup) {
   };
   int64_t log_level = knobs.log_level, opt_level = knobs.opt_level, tiering = knobs.tiering ? 1 : 0,
           instant_tier = knobs.instant_tier ? 1 : 0,
-          verify_passes = knobs.verify_passes ? 1 : 0;
+          verify_passes = knobs.verify_passes ? 1 : 0, perf_map = knobs.perf_map ? 1 : 0;
   const IntKnob int_knobs[] = {
       {"NEURON_MAX_PENDING_OPS", 1, INT64_MAX, &knobs.max_pending_ops},
       {"NEURON_LAST_OPS", 1, INT64_MAX, &knobs.last_ops_capacity},
@@ -249,6 +253,7 @@ absl::StatusOr<Knobs> ParseKnobs(const EnvLookup& lookup) {
       {"NEURON_MAX_GROUP_OPS", 1, INT64_MAX, &knobs.max_group_ops},
       {"NEURON_OPT_LEVEL", 0, 3, &opt_level},
       {"NEURON_VERIFY_PASSES", 0, 1, &verify_passes},
+      {"NEURON_PERF_MAP", 0, 1, &perf_map},
       {"NEURON_ADAPTIVE_GROUP_OPS", 1, INT64_MAX, &knobs.adaptive_group_ops},
       {"NEURON_COMPILE_WORKERS", 0, 16, &knobs.compile_workers},
       {"NEURON_COMPILE_QUEUE", 1, INT64_MAX, &knobs.compile_queue},
@@ -283,6 +288,7 @@ absl::StatusOr<Knobs> ParseKnobs(const EnvLookup& lookup) {
   knobs.tiering = tiering != 0;
   knobs.instant_tier = instant_tier != 0;
   knobs.verify_passes = verify_passes != 0;
+  knobs.perf_map = perf_map != 0;
   if (knobs.compile_workers == 0) {
     // Background compiles must not take the cores execution runs on; a compile-mode sync waits
     // for its builds anyway, so they get every core.

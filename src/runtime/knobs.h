@@ -40,6 +40,7 @@ struct Knobs {
   int64_t max_group_ops = 256;      // most ops per compiled group
   int opt_level = 3;                // LLVM level of compile-mode groups
   bool verify_passes = false;       // verify a group's MLIR after every pass (else once, at the end)
+  bool perf_map = false;            // NEURON_PERF_MAP: name compiled code for Linux perf (/tmp/perf-<pid>.map)
   std::string dump_mlir_dir;        // empty: do not dump
   int64_t adaptive_group_ops = 64;  // most ops per group in adaptive mode
   int64_t compile_workers = 0;      // compile threads (ParseKnobs resolves 0: adaptive 1, compile cores)

@@ -50,7 +50,10 @@ class HostObjectLoader final : public runtime::CodeLoader {
   }
   absl::StatusOr<std::shared_ptr<const runtime::CompiledCode>> Load(const Artifact& artifact, int tier) const override {
     mlir_lowering::ObjectCode object{artifact.object, artifact.entry_symbol, artifact.levels.opt};
-    absl::StatusOr<std::unique_ptr<mlir_lowering::LoadedObject>> loaded = mlir_lowering::LoadObject(object);
+    // The perf map names the code by its group key (the hex the profiler and stats print).
+    const std::string label = absl::StrFormat("group %016x", XXH3_64bits(artifact.key_material.data(),
+                                                                         artifact.key_material.size()));
+    absl::StatusOr<std::unique_ptr<mlir_lowering::LoadedObject>> loaded = mlir_lowering::LoadObject(object, label);
     if (!loaded.ok()) return loaded.status();
     void* entry = (*loaded)->entry();
     return runtime::MakeHostCode(entry, std::shared_ptr<const mlir_lowering::LoadedObject>(std::move(*loaded)),
@@ -143,6 +146,7 @@ GroupCompiler::GroupCompiler(CompilerOptions options, runtime::Stats* stats, run
                                                                             options_.target)},
       cache_(options_.memory, cache_stats) {
   RegisterExternsOnce();
+  if (options_.perf_map) mlir_lowering::EnablePerfMap(true);
   loaders_.push_back(runtime::MakeNeuronCoreLoader());
   loaders_.push_back(std::make_unique<HostObjectLoader>());
   if (!options_.disk.dir.empty()) {

@@ -38,6 +38,7 @@ namespace trn::scheduler {
 struct CompilerOptions {
   int opt_level = 3;
   bool verify_passes = false;  // NEURON_VERIFY_PASSES
+  bool perf_map = false;       // NEURON_PERF_MAP (mlir_lowering::EnablePerfMap)
   std::string dump_mlir_dir;  // empty: no dump
   std::string test_fault;     // NEURON_TEST_COMPILE_FAULT: "fail" | "slow" | "bad_alloc" | "trn_internal" | ""
   runtime::CodeCacheLimits memory;

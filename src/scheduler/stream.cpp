@@ -35,6 +35,7 @@ CompilerOptions CompilerOptionsOf(const runtime::Knobs& knobs) {
   CompilerOptions o;
   o.opt_level = knobs.opt_level;
   o.verify_passes = knobs.verify_passes;
+  o.perf_map = knobs.perf_map;
   o.dump_mlir_dir = knobs.dump_mlir_dir;
   o.test_fault = knobs.test_compile_fault;
   o.memory = runtime::CodeCacheLimits{knobs.cache_mem_entries, knobs.cache_mem_bytes};

@@ -386,3 +386,36 @@ def test_a_backward_pass_is_handed_to_the_executor_when_it_ends(mode):
     assert out["caught_up"] == [True, True, True], out
     assert out["grads_match"], out
     assert out["compiles"][2] == out["compiles"][1], f"a step after the first compiled new groups: {out}"
+
+
+def test_perf_map_names_each_loaded_group_at_its_code():
+    # NEURON_PERF_MAP=1: every loaded group's entry function is listed in /tmp/perf-<pid>.map
+    # (hex start, hex size, "trn group <key> <symbol>"), at an address inside an executable
+    # mapping of the process, so `perf report` can name compiled code.
+    out = run_json("""
+        import json, os, torch, torch_trn
+        x = torch.randn(64, 32).to("neuron")
+        y = ((x * 2).tanh() + 1).sum(dim=0).cpu()
+        z = (x.exp() - x).cpu()
+        keys = torch_trn._C.compiled_keys()
+        path = f"/tmp/perf-{os.getpid()}.map"
+        lines = open(path).read().splitlines()
+        execs = []
+        for m in open("/proc/self/maps"):
+            addrs, perms = m.split()[:2]
+            if "x" in perms:
+                lo, hi = (int(a, 16) for a in addrs.split("-"))
+                execs.append((lo, hi))
+        entries = []
+        for line in lines:
+            start, size, rest = line.split(" ", 2)
+            s, n = int(start, 16), int(size, 16)
+            entries.append({"name": rest, "size": n, "in_exec": any(lo <= s and s + n <= hi for lo, hi in execs)})
+        os.remove(path)
+        print(json.dumps({"keys": keys, "entries": entries}))
+    """, env={**COMPILE, "NEURON_CACHE_DIR": "off", "NEURON_PERF_MAP": "1"})
+    assert len(out["keys"]) >= 2, out
+    for key in out["keys"]:
+        named = [e for e in out["entries"] if e["name"] == f"trn group {key} _mlir_ciface_group"]
+        assert len(named) == 1, (key, out["entries"])
+        assert named[0]["size"] > 0 and named[0]["in_exec"], named
