@@ -98,8 +98,8 @@ absl::StatusOr<std::unique_ptr<LoadedObject>> LoadObject(const ObjectCode& code,
 // line each (hex, the format perf reads for code in anonymous memory), so `perf report` names a
 // group's functions ("trn <label> <symbol>") instead of [unknown]. The file stays after exit
 // (perf reads it when it reports) and is never trimmed: an address whose object was unloaded
-// and reused by a later one has two lines, and perf takes the later. Thread-safe; called once at
-// start-up by the compiler's owner.
+// and reused by a later one has two lines, and perf may name it by either. Thread-safe; called
+// once at start-up by the compiler's owner.
 void EnablePerfMap(bool on);
 
 // "<triple>;<cpu>;<features>" of the host the objects are compiled for. Disk cache keys must

@@ -16,9 +16,8 @@
 // sync, a flush waiting for its units, backpressure: `recorder_waiting` > 0). While it records,
 // the executor runs its kernels alone: the executor then has slack (it keeps up with the
 // recording), and a helper on the recording thread's core moves work onto the step's critical
-// path (the demo's steady step in compile mode: 3.26 ms with a helper splitting its products
-// against 3.03 ms alone). On this 2-core machine there is no spare core: kernels split exactly
-// while the program waits for them.
+// path (measurements: docs/adaptive.md, "Whose core"). On this 2-core machine there is no spare
+// core: kernels split exactly while the program waits for them.
 //
 // Each chunk runs its kernel single-threaded (the helpers' and, during the split, the executor's
 // OpenMP team size is 1), so there is no nested parallelism.
