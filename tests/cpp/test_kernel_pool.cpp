@@ -81,6 +81,22 @@ TEST_CASE("a helper that stalls a kernel makes the next kernels run on the calle
   CHECK(stats.Snapshot().kernels_run_alone == 1);
 }
 
+// Runs a kernel whose caller chunks wait (10 s at most) until a helper has run a chunk: whether
+// a helper took part.
+bool HelperTakesPart(KernelPool& pool) {
+  const std::thread::id caller = std::this_thread::get_id();
+  std::atomic<bool> helper_ran{false};
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  pool.ParallelFor(64, [&](int) {
+    if (std::this_thread::get_id() != caller) {
+      helper_ran = true;
+    } else {
+      while (!helper_ran.load() && std::chrono::steady_clock::now() < deadline) std::this_thread::yield();
+    }
+  });
+  return helper_ran.load();
+}
+
 TEST_CASE("without a spare core, a kernel splits only while the recording thread waits", "[kernel_pool]") {
   trn::runtime::Stats stats;
   std::atomic<int> waiting{0};
@@ -93,32 +109,14 @@ TEST_CASE("without a spare core, a kernel splits only while the recording thread
   });
   CHECK(on_helpers.load() == 0);
   CHECK(stats.Snapshot().kernels_run_alone == 1);
-  // The recording thread waits: the helper takes part (each caller chunk waits for it, 10 s at most).
+  // The recording thread waits: the helper takes part.
   waiting = 1;
-  std::atomic<bool> helper_ran{false};
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  pool.ParallelFor(64, [&](int) {
-    if (std::this_thread::get_id() != caller) {
-      helper_ran = true;
-    } else {
-      while (!helper_ran.load() && std::chrono::steady_clock::now() < deadline) std::this_thread::yield();
-    }
-  });
-  CHECK(helper_ran.load());
+  CHECK(HelperTakesPart(pool));
   CHECK(stats.Snapshot().kernels_run_alone == 1);
   // A spare core splits whether or not anybody waits.
   waiting = 0;
   KernelPool spare(/*helpers=*/1, &stats, &waiting, /*spare_cores=*/1);
-  std::atomic<bool> spare_ran{false};
-  const auto deadline2 = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  spare.ParallelFor(64, [&](int) {
-    if (std::this_thread::get_id() != caller) {
-      spare_ran = true;
-    } else {
-      while (!spare_ran.load() && std::chrono::steady_clock::now() < deadline2) std::this_thread::yield();
-    }
-  });
-  CHECK(spare_ran.load());
+  CHECK(HelperTakesPart(spare));
   CHECK(stats.Snapshot().kernels_run_alone == 1);
 }
 
