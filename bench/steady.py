@@ -1,6 +1,6 @@
 """Steady-state step time: PyTorch CPU eager vs eager, compile and adaptive mode, and where it goes.
 
-    PYTHONPATH=python python3 bench/steady.py                    # mlp, cnn, gpt, demo; 20 steps
+    PYTHONPATH=python python3 bench/steady.py                    # mlp, cnn, gpt, demo; 100 steps
     PYTHONPATH=python python3 bench/steady.py --models gpt --steps 30 --repeat 3
     PYTHONPATH=python python3 bench/steady.py --models gpt --groups   # per group: compiled vs op by op
     PYTHONPATH=python python3 bench/steady.py --clock thread_cpu      # breakdown in CPU time
@@ -22,7 +22,8 @@ process with the same data and thread settings; a step ends at `loss.item()`. Ro
     inductor_opt   inductor, and the optimizer step compiled too (capturable=True) (not by default)
 
 The step is timed after --warmup steps (adaptive: warm-up, wait_for_compiles(), two more steps),
-as median (min, max) over --steps steps; with --repeat R each row runs R processes and the
+as median (min, max) over --steps steps (defaults 20 and 100: with 5 and 20 a single process's
+median of cnn in compile mode came out anywhere from 1.44 to 2.08 ms on the quiet machine); with --repeat R each row runs R processes and the
 process with the median steady step is reported. Per step the breakdown (stats()["host_time"],
 reset after the warm-up): record µs per recorded op, flush µs per flushed op (the recording
 thread hands the segment over), plan µs per flushed op (the executor cuts it into units), executor busy ms on
@@ -219,8 +220,8 @@ def main():
     ap.add_argument("--models", default="mlp,cnn,gpt,demo")
     ap.add_argument("--rows", default=",".join(DEFAULT_ROWS),
                     help=f"comma list of rows: {','.join(ROWS)} (default: all but dynamo and inductor)")
-    ap.add_argument("--steps", type=int, default=20, help="timed steps per process")
-    ap.add_argument("--warmup", type=int, default=5)
+    ap.add_argument("--steps", type=int, default=100, help="timed steps per process")
+    ap.add_argument("--warmup", type=int, default=20)
     ap.add_argument("--repeat", type=int, default=1, help="processes per row; the median one is reported")
     ap.add_argument("--clock", default="wall", choices=["wall", "thread_cpu"],
                     help="clock of the breakdown (thread_cpu: CPU time of the working thread)")
