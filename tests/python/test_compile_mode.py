@@ -419,3 +419,51 @@ def test_perf_map_names_each_loaded_group_at_its_code():
         named = [e for e in out["entries"] if e["name"] == f"trn group {key} _mlir_ciface_group"]
         assert len(named) == 1, (key, out["entries"])
         assert named[0]["size"] > 0 and named[0]["in_exec"], named
+
+
+@pytest.mark.parametrize("mode", ["eager", "compile", "adaptive"])
+def test_reentrant_checkpoint_double_backward_and_grad_hooks_match_cpu(mode):
+    # Backward passes inside a backward pass (a reentrant checkpoint recomputes its forward and
+    # runs a nested graph task on the autograd thread), a gradient penalty (autograd.grad with
+    # create_graph, then a backward through the gradient's graph) and a tensor hook: each queues
+    # its own end-of-pass flush (a final callback per graph task); the gradients must match CPU's
+    # over three steps, and the later steps compile nothing new.
+    out = run_json("""
+        import json, torch, torch_trn
+        from torch.utils.checkpoint import checkpoint
+        x = torch.randn(4, 8, generator=torch.Generator().manual_seed(1))
+        def build():
+            torch.manual_seed(0)
+            return torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.Tanh(), torch.nn.Linear(16, 16),
+                                       torch.nn.Tanh(), torch.nn.Linear(16, 1))
+        def grads(m):
+            return [(p.grad.cpu() if p.grad is not None else torch.zeros(())).tolist() for p in m.parameters()]
+        def run(dev):
+            m, out, compiles = build().to(dev), {}, []
+            for step in range(3):
+                m.zero_grad()
+                y = checkpoint(lambda a: m[2](m[1](m[0](a))), x.to(dev).requires_grad_(), use_reentrant=True)
+                m[4](m[3](y)).sum().backward()
+                out["checkpoint"] = grads(m)
+                m.zero_grad()
+                xg = x.to(dev).requires_grad_()
+                (g,) = torch.autograd.grad(m(xg).sum(), xg, create_graph=True)
+                (g ** 2).sum().backward()
+                out["penalty"] = grads(m)
+                m.zero_grad()
+                h = m[0].weight.register_hook(lambda gr: gr * 2)
+                m(x.to(dev)).sum().backward()
+                h.remove()
+                out["hook"] = grads(m)
+                if dev != "cpu":
+                    torch_trn.wait_for_compiles()
+                    compiles.append(torch_trn.stats()["compiles"])
+            return out, compiles
+        cpu, _ = run("cpu")
+        dev, compiles = run("neuron")
+        print(json.dumps({"cpu": cpu, "dev": dev, "compiles": compiles}))
+    """, env={"NEURON_MODE": mode, "NEURON_CACHE_DIR": "off"})
+    for case in ("checkpoint", "penalty", "hook"):
+        for c, d in zip(out["cpu"][case], out["dev"][case]):
+            torch.testing.assert_close(torch.tensor(d), torch.tensor(c), atol=1e-5, rtol=1e-5, msg=case)
+    assert out["compiles"][2] == out["compiles"][1], out["compiles"]
