@@ -45,20 +45,23 @@ void RegisterExternsOnce() {
 // object first); every entry symbol that is not another loader's.
 class HostObjectLoader final : public runtime::CodeLoader {
  public:
+  explicit HostObjectLoader(bool perf_map) : perf_map_(perf_map) {}
   bool Accepts(std::string_view entry_symbol) const override {
     return entry_symbol.rfind(runtime::kNeuronCoreEntryPrefix, 0) != 0;
   }
   absl::StatusOr<std::shared_ptr<const runtime::CompiledCode>> Load(const Artifact& artifact, int tier) const override {
     mlir_lowering::ObjectCode object{artifact.object, artifact.entry_symbol, artifact.levels.opt};
     // The perf map names the code by its group key (the hex the profiler and stats print).
-    const std::string label = absl::StrFormat("group %016x", XXH3_64bits(artifact.key_material.data(),
-                                                                         artifact.key_material.size()));
+    const std::string label = perf_map_ ? absl::StrCat("group ", GroupKeyOf(artifact.key_material).Hex()) : "";
     absl::StatusOr<std::unique_ptr<mlir_lowering::LoadedObject>> loaded = mlir_lowering::LoadObject(object, label);
     if (!loaded.ok()) return loaded.status();
     void* entry = (*loaded)->entry();
     return runtime::MakeHostCode(entry, std::shared_ptr<const mlir_lowering::LoadedObject>(std::move(*loaded)),
                                  runtime::InfoOf(artifact, tier));
   }
+
+ private:
+  const bool perf_map_;  // NEURON_PERF_MAP: label the loaded code
 };
 
 // XXH3-64 of the shared library holding this code: any rebuild of torch-trn (even of an
@@ -148,7 +151,7 @@ GroupCompiler::GroupCompiler(CompilerOptions options, runtime::Stats* stats, run
   RegisterExternsOnce();
   if (options_.perf_map) mlir_lowering::EnablePerfMap(true);
   loaders_.push_back(runtime::MakeNeuronCoreLoader());
-  loaders_.push_back(std::make_unique<HostObjectLoader>());
+  loaders_.push_back(std::make_unique<HostObjectLoader>(options_.perf_map));
   if (!options_.disk.dir.empty()) {
     disk_ = std::make_unique<runtime::cache::DiskCache>(options_.disk, identity_, cache_stats_);
   }

@@ -111,6 +111,13 @@ class KeyWriter {
 
 std::string GroupKey::Hex() const { return absl::StrFormat("%016x", hash); }
 
+GroupKey GroupKeyOf(std::string material) {
+  GroupKey key;
+  key.material = std::move(material);
+  key.hash = XXH3_64bits(key.material.data(), key.material.size());
+  return key;
+}
+
 GroupKey MakeGroupKey(const std::vector<const runtime::OpRecord*>& ops, const std::vector<at::Tensor>& inputs,
                       const std::vector<runtime::OutputBuffer>& outputs,
                       const std::vector<std::pair<int64_t, int64_t>>& runtime_scalars) {
@@ -145,10 +152,7 @@ GroupKey MakeGroupKey(const std::vector<const runtime::OpRecord*>& ops, const st
     w.Tensor(o.tensor);
     w.Int(o.staged);
   }
-  GroupKey key;
-  key.material = w.Take();
-  key.hash = XXH3_64bits(key.material.data(), key.material.size());
-  return key;
+  return GroupKeyOf(w.Take());
 }
 
 }  // namespace trn::scheduler

@@ -31,6 +31,9 @@ struct GroupKey {
   bool operator==(const GroupKey& o) const { return hash == o.hash && material == o.material; }
 };
 
+// The key of `material` (its hash computed), e.g. of a disk entry's stored material.
+GroupKey GroupKeyOf(std::string material);
+
 // `ops` in stream order; `inputs` / `outputs` as the lowering decided (argument order);
 // `runtime_scalars`: (op index, argument index) of scalars passed at run time, whose values are
 // left out of the key (only their type is recorded).

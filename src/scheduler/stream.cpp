@@ -355,10 +355,10 @@ uint64_t Stream::Flush() {
     segment.swap(pending_);
     pending_.swap(next);
   }
-  last_flush_ops_ = std::max(segment.size(), size_t{16});
   if (segment.empty()) {
     return batches_;
   }
+  last_flush_ops_ = std::max(segment.size(), size_t{16});
   const int64_t begin_ns = runtime::MonotonicNs();
   const size_t n = segment.size();
   struct CountFlush {
