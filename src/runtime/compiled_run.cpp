@@ -13,6 +13,7 @@
 #include <array>
 #include <utility>
 
+#include "absl/container/inlined_vector.h"
 #include "absl/strings/str_cat.h"
 #include "runtime/host_view.h"
 #include "runtime/op_error.h"
@@ -28,22 +29,24 @@ struct ExternContext {
   int64_t failed_op = -1;
 };
 
-// StridedMemRefType<T, rank> as int64 words: allocated, aligned, offset, sizes..., strides...
-std::vector<int64_t> Describe(const at::Tensor& t, bool device) {
-  std::vector<int64_t> d;
-  d.reserve(3 + 2 * t.dim());
+using Words = absl::InlinedVector<int64_t, 160>;
+
+// StridedMemRefType<T, rank> as int64 words appended to `words`: allocated, aligned, offset,
+// sizes..., strides...; returns where the descriptor starts.
+size_t Describe(const at::Tensor& t, bool device, Words* words) {
+  const size_t at = words->size();
   const int64_t base = device ? reinterpret_cast<int64_t>(t.storage().data())
                               : reinterpret_cast<int64_t>(t.data_ptr());
-  d.push_back(base);
-  d.push_back(base);
-  d.push_back(device ? t.storage_offset() : 0);
+  words->push_back(base);
+  words->push_back(base);
+  words->push_back(device ? t.storage_offset() : 0);
   for (int64_t s : t.sizes()) {
-    d.push_back(s);
+    words->push_back(s);
   }
   for (int64_t s : t.strides()) {
-    d.push_back(s);
+    words->push_back(s);
   }
-  return d;
+  return at;
 }
 
 // A host tensor over the buffer `desc` describes, with `like`'s rank and dtype.
@@ -241,36 +244,39 @@ static absl::Status RunOnHost(void* entry, const CompiledUnit& unit, const std::
     c10::impl::ExcludeDispatchKeyGuard no_autograd(c10::autograd_dispatch_keyset_with_ADInplaceOrView);
     ExternContext ctx;
     ctx.ops = &ops;
-    std::vector<std::vector<int64_t>> descs;
-    descs.reserve(nargs);
-    std::vector<at::Tensor> scratch(unit.outputs.size());
-    std::vector<void*> argv;
-    argv.reserve(nargs);
-    argv.push_back(reinterpret_cast<void*>(&ctx));
+    // Every descriptor in one buffer of words, on the stack for a usual group (no allocation per
+    // buffer): the offsets are collected first and turned into pointers once it no longer grows.
+    Words words;
+    absl::InlinedVector<size_t, 32> starts;
+    absl::InlinedVector<at::Tensor, 8> scratch(unit.outputs.size());
     if (!unit.params.empty()) {  // a rank-1 f64 descriptor of the runtime scalars
       const int64_t base = reinterpret_cast<int64_t>(unit.params.data());
-      descs.push_back({base, base, 0, static_cast<int64_t>(unit.params.size()), 1});
-      argv.push_back(descs.back().data());
+      starts.push_back(words.size());
+      words.insert(words.end(), {base, base, 0, static_cast<int64_t>(unit.params.size()), 1});
     }
     for (const at::Tensor& t : unit.inputs) {
-      descs.push_back(Describe(t, /*device=*/true));
-      argv.push_back(descs.back().data());
+      starts.push_back(Describe(t, /*device=*/true, &words));
     }
     for (size_t i = 0; i < unit.outputs.size(); ++i) {
       const OutputBuffer& out = unit.outputs[i];
       if (out.staged) {
         scratch[i] = at::empty(out.tensor.sizes(), at::TensorOptions().dtype(out.tensor.scalar_type()));
-        descs.push_back(Describe(scratch[i], /*device=*/false));
+        starts.push_back(Describe(scratch[i], /*device=*/false, &words));
       } else {
-        descs.push_back(Describe(out.tensor, /*device=*/true));
+        starts.push_back(Describe(out.tensor, /*device=*/true, &words));
       }
-      argv.push_back(descs.back().data());
     }
-    std::vector<int64_t> counts(unit.num_checks(), 0);
+    absl::InlinedVector<int64_t, 4> counts(unit.num_checks(), 0);
     for (int64_t& count : counts) {
       const int64_t base = reinterpret_cast<int64_t>(&count);
-      descs.push_back({base, base, 0});  // rank-0 int64 descriptor
-      argv.push_back(descs.back().data());
+      starts.push_back(words.size());
+      words.insert(words.end(), {base, base, 0});  // rank-0 int64 descriptor
+    }
+    absl::InlinedVector<void*, 32> argv;
+    argv.reserve(nargs);
+    argv.push_back(reinterpret_cast<void*>(&ctx));
+    for (size_t start : starts) {
+      argv.push_back(words.data() + start);
     }
     kCallers[nargs](entry, argv.data());
     if (!ctx.status.ok()) {
