@@ -168,7 +168,8 @@ std::shared_ptr<const MetaOutcome> InferCached(DeviceState& state, const c10::Op
 }  // namespace
 
 void RecordingFallback(const c10::OperatorHandle& orig_op, torch::jit::Stack* stack) {
-  const double record_begin_us = runtime::profiler::NowUs();
+  // (The profile's clock only while profiling: one clock read less per op.)
+  const double record_begin_us = runtime::profiler::Enabled() ? runtime::profiler::NowUs() : 0;
   const int64_t begin_ns = runtime::MonotonicNs();
   const int64_t flush_ns_before = scheduler::FlushNsOnThisThread();
   const size_t nargs = orig_op.schema().arguments().size();
