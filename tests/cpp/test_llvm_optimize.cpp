@@ -113,7 +113,11 @@ TEST_CASE("A long floating-point chain is interleaved eight ways", "[mlir]") {
   const Counts long_static = OptimizeAndCount(1, ChainLoop(30, 1 << 16), "chain", llvm::Instruction::FDiv);
   const Counts long_runtime = OptimizeAndCount(1, ChainLoop(30, 0), "chain", llvm::Instruction::FDiv);
   CHECK(long_static.vector == 8);
-  CHECK(long_runtime.vector == 8);
+  // A trip count known only at run time: the eight parts, plus one division in the vectorised
+  // epilogue LLVM adds where the main loop is wide (16 lanes with AVX-512, as on this AMD EPYC
+  // machine; none with 8-lane AVX2 bodies).
+  CHECK(long_runtime.vector >= 8);
+  CHECK(long_runtime.vector <= 9);
   // 64 iterations: eight parts of even 8 lanes would leave everything to the scalar remainder.
   const Counts long_short = OptimizeAndCount(1, ChainLoop(30, 64), "chain", llvm::Instruction::FDiv);
   CHECK(long_short.vector < 8);
