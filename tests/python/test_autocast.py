@@ -23,10 +23,10 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 MODES = ["eager", "compile", "adaptive"]
 
 
-def _run_steps(mode, *specs):
+def _run_steps(mode, *specs, env=None):
     script = os.path.join(HERE, "autocast_step.py")
     code = f"import runpy, sys; sys.argv = [{script!r}, *{list(specs)!r}]; runpy.run_path({script!r}, run_name='__main__')"
-    proc = run_python(code, env={"NEURON_MODE": mode, "NEURON_CACHE_DIR": "off"})
+    proc = run_python(code, env={"NEURON_MODE": mode, "NEURON_CACHE_DIR": "off", **(env or {})})
     assert proc.returncode == 0, f"exit {proc.returncode}\n{proc.stdout}\n{proc.stderr[-6000:]}"
     rows = [json.loads(l) for l in proc.stdout.splitlines() if l.startswith("{")]
     assert len(rows) == len(specs), proc.stdout

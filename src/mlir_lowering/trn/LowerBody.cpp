@@ -60,8 +60,11 @@ LogicalResult Lowerer::LowerBodyOp(mlir::Operation& op, const TileSpace& t, llvm
     return set(in[0]);  // every engine reads tiles as fp32: widening is free
   }
   if (mlir::isa<mlir::arith::TruncFOp>(op)) {
+    // To bf16 / f16: a copy into a tile of that type rounds (to nearest even); a value that is
+    // only yielded stays f32, and the DMA that stores it into the bf16 / f16 buffer rounds.
     const mlir::Type to = op.getResult(0).getType();
-    if (in[0].kind() == Kind::kConst || to.isF32() || to.isF64()) return set(in[0]);  // f64 is f32 here
+    const bool stored = llvm::all_of(op.getResult(0).getUsers(), [](mlir::Operation* u) { return mlir::isa<mlir::linalg::YieldOp>(u); });
+    if (in[0].kind() == Kind::kConst || to.isF32() || to.isF64() || stored) return set(in[0]);  // f64 is f32 here
     Value narrow = NewTile(t, in[0].kind(), to);
     Make<TensorCopyOp>(in[0].tile, narrow);
     return set(Wrap(narrow, in[0].kind()));

@@ -239,6 +239,14 @@ class Lowerer {
   // ---- matmul (LowerMatmul.cpp) ----
 
   mlir::linalg::FillOp ZeroFillBefore(mlir::Operation* op, Value out);
+  // Matmuls whose operands are exact f32 widenings of bf16 / f16 buffers read those instead.
+  struct HalfOperands {
+    Hbm a, b;
+    mlir::Type element;
+  };
+  void FindHalfOperands(llvm::ArrayRef<mlir::Operation*> ops);
+  std::optional<Hbm> HalfSource(mlir::Operation* op, Value operand, mlir::linalg::GenericOp* widen);
+  llvm::DenseMap<mlir::Operation*, HalfOperands> half_operands_;
   LogicalResult LowerMatmul(mlir::Operation* op, bool batched);
   LogicalResult LowerFillZero(Value c);
 

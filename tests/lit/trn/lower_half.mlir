@@ -1,0 +1,88 @@
+// RUN: torch-trn-opt %s -split-input-file -trn-lower-linalg | FileCheck %s
+
+// bf16 / f16 elementwise: the DMA widens the 2-byte HBM elements into f32 tiles, the engines
+// compute in f32, and the store's DMA rounds to nearest even (a value only yielded is not
+// rounded on an engine). A rounding inside the body (an op's result that the next op of a
+// fused chain reads) is a copy into a bf16 tile, which the next instruction reads as fp32.
+// CHECK-LABEL: func.func @chain_bf16
+// (The 8 columns go on the partitions, the 4 rows on the free axis.)
+// CHECK: trn.dma_copy %arg0, %[[X:[^ ]*]] {{.*}} : memref<4x8xbf16>, !trn.sbuf<8, [4], f32>
+// CHECK: trn.dma_copy %arg1, %[[Y:[^ ]*]] {{.*}} : memref<4x8xf16>, !trn.sbuf<8, [4], f32>
+// CHECK: trn.tensor_tensor %[[X]], %[[Y]], %[[S:[^ ]*]] {op = "add"{{.*}} : !trn.sbuf<8, [4], f32>, !trn.sbuf<8, [4], f32>, !trn.sbuf<8, [4], f32>
+// CHECK: trn.tensor_copy %[[S]], %[[R:[^ ]*]] {{.*}} : !trn.sbuf<8, [4], f32>, !trn.sbuf<8, [4], bf16>
+// CHECK: trn.tensor_scalar %[[R]], %[[M:[^ ]*]] {imm = 3.000000e+00 : f32, op = "multiply"{{.*}} : !trn.sbuf<8, [4], bf16>, !trn.sbuf<8, [4], f32>
+// CHECK-NOT: trn.tensor_copy
+// CHECK: trn.dma_copy %[[M]], %arg2 {{.*}} : !trn.sbuf<8, [4], f32>, memref<4x8xbf16>
+#id = affine_map<(d0, d1) -> (d0, d1)>
+func.func @chain_bf16(%x: memref<4x8xbf16>, %y: memref<4x8xf16>, %z: memref<4x8xbf16>) {
+  linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%x, %y : memref<4x8xbf16>, memref<4x8xf16>) outs(%z : memref<4x8xbf16>) {
+  ^bb0(%a: bf16, %b: f16, %o: bf16):
+    %af = arith.extf %a : bf16 to f32
+    %bf = arith.extf %b : f16 to f32
+    %s = arith.addf %af, %bf : f32
+    %sr = arith.truncf %s : f32 to bf16
+    %sw = arith.extf %sr : bf16 to f32
+    %three = arith.constant 3.0 : f32
+    %m = arith.mulf %sw, %three : f32
+    %r = arith.truncf %m : f32 to bf16
+    linalg.yield %r : bf16
+  }
+  return
+}
+
+// -----
+
+// A sum of f16 values accumulates in f32 (the f32 output), the tile widened by its DMA.
+// CHECK-LABEL: func.func @sum_f16
+// CHECK: trn.dma_copy %arg0, %[[X:[^ ]*]] {{.*}} : memref<8x64xf16>, !trn.sbuf<8, [64], f32>
+// CHECK: trn.tensor_reduce %[[X]], %{{.*}} {op = "add"
+func.func @sum_f16(%x: memref<8x64xf16>, %y: memref<8xf32>) {
+  linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0)>],
+                  iterator_types = ["parallel", "reduction"]}
+      ins(%x : memref<8x64xf16>) outs(%y : memref<8xf32>) {
+  ^bb0(%a: f16, %acc: f32):
+    %af = arith.extf %a : f16 to f32
+    %s = arith.addf %af, %acc : f32
+    linalg.yield %s : f32
+  }
+  return
+}
+
+// -----
+
+// A matmul of bf16 tensors as the group lowering writes it for trn (ops/contractions.cpp): both
+// operands widened to f32 scratch buffers (so the host pipeline could compile the module too),
+// the product f32. TensorE reads the bf16 buffers themselves (through the widenings' windows: B
+// is a transposed view), and the widenings, which nothing else reads, are not lowered.
+// CHECK-LABEL: func.func @mm_bf16
+// CHECK: trn.dma_copy %arg0, %[[A:[^ ]*]] {hbm_offset = 0 : i64, hbm_sizes = array<i64: 32, 16>, hbm_strides = array<i64: 1, 32>{{.*}} : memref<16x32xbf16>, !trn.sbuf<32, [16], bf16>
+// CHECK: trn.dma_copy %arg1, %[[B:[^ ]*]] {hbm_offset = 0 : i64, hbm_sizes = array<i64: 32, 8>, hbm_strides = array<i64: 1, 32>{{.*}} : memref<8x32xbf16>, !trn.sbuf<32, [8], bf16>
+// CHECK: trn.matmul %[[A]], %[[B]], %[[P:[^ ]*]] {{.*}} : !trn.sbuf<32, [16], bf16>, !trn.sbuf<32, [8], bf16>, !trn.psum<16, [8], f32>
+// CHECK: trn.tensor_copy %[[P]], %[[OUT:[^ ]*]]
+// CHECK: trn.dma_copy %[[OUT]], %arg2
+// CHECK-NOT: trn.dma_copy
+func.func @mm_bf16(%a: memref<16x32xbf16>, %bt: memref<8x32xbf16>, %c: memref<16x8xf32>) {
+  %wa = memref.alloc() : memref<16x32xf32>
+  linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>],
+                  iterator_types = ["parallel", "parallel"]}
+      ins(%a : memref<16x32xbf16>) outs(%wa : memref<16x32xf32>) {
+  ^bb0(%x: bf16, %o: f32):
+    %w = arith.extf %x : bf16 to f32
+    linalg.yield %w : f32
+  }
+  %wb = memref.alloc() : memref<32x8xf32>
+  linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d1, d0)>, affine_map<(d0, d1) -> (d0, d1)>],
+                  iterator_types = ["parallel", "parallel"]}
+      ins(%bt : memref<8x32xbf16>) outs(%wb : memref<32x8xf32>) {
+  ^bb0(%x: bf16, %o: f32):
+    %w = arith.extf %x : bf16 to f32
+    linalg.yield %w : f32
+  }
+  %zero = arith.constant 0.0 : f32
+  linalg.fill ins(%zero : f32) outs(%c : memref<16x8xf32>)
+  linalg.matmul ins(%wa, %wb : memref<16x32xf32>, memref<32x8xf32>) outs(%c : memref<16x8xf32>)
+  memref.dealloc %wa : memref<16x32xf32>
+  memref.dealloc %wb : memref<32x8xf32>
+  return
+}
