@@ -54,13 +54,18 @@ bool IsConstantInt(mlir::Value v, int64_t value) {
   return c && c.value() == value;
 }
 
-// Erases the op defining `v` and, recursively, its operands' definitions once nothing uses them.
-void EraseDead(mlir::Value v) {
-  mlir::Operation* def = v.getDefiningOp();
-  if (!def || !mlir::isOpTriviallyDead(def)) return;
-  llvm::SmallVector<mlir::Value, 4> operands(def->getOperands());
-  def->erase();
-  for (mlir::Value o : operands) EraseDead(o);
+// Erases arith ops nothing uses, until none is left (the conversions' integer ops).
+void EraseDeadArith(mlir::ModuleOp module) {
+  for (bool changed = true; changed;) {
+    llvm::SmallVector<mlir::Operation*> dead;
+    module.walk([&](mlir::Operation* op) {
+      if (op->getDialect() && op->getDialect()->getNamespace() == "arith" && mlir::isOpTriviallyDead(op)) {
+        dead.push_back(op);
+      }
+    });
+    for (mlir::Operation* op : dead) op->erase();  // unused, so none of them uses another
+    changed = !dead.empty();
+  }
 }
 
 // bitcast(shli(extui(x : i16), 16)) : i32 to f32 -> x (the bf16 whose value it is), else null.
@@ -118,18 +123,15 @@ struct Bf16TypesPass : public mlir::PassWrapper<Bf16TypesPass, mlir::OperationPa
       b.setInsertionPoint(op);
       auto ext = b.create<mlir::arith::ExtFOp>(op.getLoc(), b.getF32Type(), LoadedBf16(op));
       op.getResult().replaceAllUsesWith(ext.getResult());
-      mlir::Value in = op.getIn();
       op->erase();
-      EraseDead(in);
     }
     for (mlir::arith::TruncIOp op : stores) {
       b.setInsertionPoint(op);
       auto trunc = b.create<mlir::arith::TruncFOp>(op.getLoc(), bf16, StoredBf16(op));
       op.getResult().replaceAllUsesWith(trunc.getResult());
-      mlir::Value in = op.getIn();
       op->erase();
-      EraseDead(in);
     }
+    EraseDeadArith(module);
     // 2. Anything else that reads or makes an i16 is not a bfloat16 move: refuse it.
     mlir::Operation* bad = nullptr;
     module.walk([&](mlir::Operation* op) {
