@@ -516,58 +516,6 @@ LogicalResult Lowerer::LowerGeneric(mlir::linalg::GenericOp g) {
   return success();
 }
 
-// yield value == combine(x, acc) with combine add/max/min, possibly spelled as torch's
-// NaN-propagating max: select(cmpf(uno, acc, acc), acc, select(cmpf(ogt, acc, x), acc, x)).
-bool Lowerer::MatchCombine(Value y, Value acc, std::string* op, Value* x, llvm::SmallPtrSet<mlir::Operation*, 4>* ops) {
-  mlir::Operation* def = y.getDefiningOp();
-  if (!def) return false;
-  auto other = [&](mlir::Operation* d) -> Value {
-    if (d->getNumOperands() != 2) return Value();
-    if (d->getOperand(0) == acc) return d->getOperand(1);
-    if (d->getOperand(1) == acc) return d->getOperand(0);
-    return Value();
-  };
-  if (mlir::isa<mlir::arith::AddFOp, mlir::arith::MaxFOp, mlir::arith::MinFOp, mlir::arith::AddIOp, mlir::arith::MaxSIOp,
-                mlir::arith::MinSIOp>(def)) {
-    *op = mlir::isa<mlir::arith::AddFOp, mlir::arith::AddIOp>(def)     ? "add"
-          : mlir::isa<mlir::arith::MaxFOp, mlir::arith::MaxSIOp>(def) ? "maximum"
-                                                                       : "minimum";
-    *x = other(def);
-    ops->insert(def);
-    return static_cast<bool>(*x);
-  }
-  // any / all of booleans: or = max, and = min of 0/1.
-  if (mlir::isa<mlir::arith::OrIOp, mlir::arith::AndIOp>(def) && y.getType().isInteger(1)) {
-    *op = mlir::isa<mlir::arith::OrIOp>(def) ? "maximum" : "minimum";
-    *x = other(def);
-    ops->insert(def);
-    return static_cast<bool>(*x);
-  }
-  // select(isnan(acc), acc, inner) -> inner (the max/min instruction's own NaN behaviour).
-  if (auto sel = mlir::dyn_cast<mlir::arith::SelectOp>(def)) {
-    auto cmp = sel.getCondition().getDefiningOp<mlir::arith::CmpFOp>();
-    if (cmp && cmp.getPredicate() == mlir::arith::CmpFPredicate::UNO && cmp.getLhs() == acc && cmp.getRhs() == acc &&
-        sel.getTrueValue() == acc) {
-      ops->insert(sel);
-      ops->insert(cmp);
-      return MatchCombine(sel.getFalseValue(), acc, op, x, ops);
-    }
-    // select(cmpf(ogt|olt, acc, x), acc, x): max / min.
-    if (cmp && sel.getTrueValue() == acc && cmp.getLhs() == acc && cmp.getRhs() == sel.getFalseValue()) {
-      const auto p = cmp.getPredicate();
-      using P = mlir::arith::CmpFPredicate;
-      if (p == P::OGT || p == P::OGE || p == P::UGT || p == P::UGE) *op = "maximum";
-      else if (p == P::OLT || p == P::OLE || p == P::ULT || p == P::ULE) *op = "minimum";
-      else return false;
-      *x = sel.getFalseValue();
-      ops->insert(sel);
-      ops->insert(cmp);
-      return true;
-    }
-  }
-  return false;
-}
-
 mlir::Type Lowerer::TileElement(Value tile) {
   if (auto s = tile.getType().dyn_cast<SbufTileType>()) return s.getElementType();
   return tile.getType().cast<PsumTileType>().getElementType();

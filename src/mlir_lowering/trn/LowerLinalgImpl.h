@@ -187,7 +187,6 @@ class Lowerer {
 
   static mlir::Type DeviceType(mlir::Type t);
   LogicalResult LowerGeneric(mlir::linalg::GenericOp g);
-  bool MatchCombine(Value y, Value acc, std::string* op, Value* x, llvm::SmallPtrSet<mlir::Operation*, 4>* ops);
   static mlir::Type TileElement(Value tile);
   Value NewTile(const TileSpace& t, Kind kind, mlir::Type element = {});
   Value Materialize(const Val& v, const TileSpace& t, Kind kind);
@@ -204,9 +203,10 @@ class Lowerer {
   Val Select(const Val& c, const Val& a, const Val& b, const TileSpace& t, mlir::Type element);
   std::optional<Val> Get(Value v, const TileSpace& t, llvm::DenseMap<Value, Val>& vals);
 
-  // ---- one body op on a tile: float, integer and index ops (LowerBody.cpp) ----
+  // ---- one body op on a tile: float, integer and index ops; reductions' combine (LowerBody.cpp) ----
 
   LogicalResult LowerBodyOp(mlir::Operation& op, const TileSpace& t, llvm::DenseMap<Value, Val>& vals);
+  bool MatchCombine(Value y, Value acc, std::string* op, Value* x, llvm::SmallPtrSet<mlir::Operation*, 4>* ops);
   std::optional<LogicalResult> LowerIntegerOp(mlir::Operation& op, llvm::ArrayRef<Val> in, const TileSpace& t,
                                               llvm::DenseMap<Value, Val>& vals);
   LogicalResult LowerIndex(mlir::linalg::IndexOp op, const TileSpace& t, llvm::DenseMap<Value, Val>& vals);

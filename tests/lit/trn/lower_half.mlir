@@ -1,4 +1,4 @@
-// RUN: torch-trn-opt %s -split-input-file -trn-lower-linalg | FileCheck %s
+// RUN: torch-trn-opt %s -split-input-file -trn-lower-linalg -verify-diagnostics | FileCheck %s
 
 // bf16 / f16 elementwise: the DMA widens the 2-byte HBM elements into f32 tiles, the engines
 // compute in f32, and the store's DMA rounds to nearest even (a value only yielded is not
@@ -84,5 +84,51 @@ func.func @mm_bf16(%a: memref<16x32xbf16>, %bt: memref<8x32xbf16>, %c: memref<16
   linalg.matmul ins(%wa, %wb : memref<16x32xf32>, memref<32x8xf32>) outs(%c : memref<16x8xf32>)
   memref.dealloc %wa : memref<16x32xf32>
   memref.dealloc %wb : memref<32x8xf32>
+  return
+}
+
+// -----
+
+// amax of bf16 accumulates in bf16 (yield truncf(max(x, extf(acc)))): exact, so it is the f32
+// max of the widened values, reduced on VectorE; the output's DMA widens it and the store rounds.
+// CHECK-LABEL: func.func @amax_bf16
+// CHECK: trn.dma_copy %arg0, %[[X:[^ ]*]] {{.*}} : memref<8x64xbf16>, !trn.sbuf<8, [64], f32>
+// CHECK: trn.tensor_reduce %[[X]], %[[P:[^ ]*]] {op = "maximum"
+// CHECK: trn.dma_copy %arg1, %[[OLD:[^ ]*]] {{.*}} : memref<8xbf16>, !trn.sbuf<8, [1], f32>
+// CHECK: trn.tensor_tensor %[[P]], %[[OLD]], %[[M:[^ ]*]] {op = "maximum"
+// CHECK: trn.dma_copy %[[M]], %arg1 {{.*}} : !trn.sbuf<8, [1], f32>, memref<8xbf16>
+func.func @amax_bf16(%x: memref<8x64xbf16>, %y: memref<8xbf16>) {
+  linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0)>],
+                  iterator_types = ["parallel", "reduction"]}
+      ins(%x : memref<8x64xbf16>) outs(%y : memref<8xbf16>) {
+  ^bb0(%a: bf16, %acc: bf16):
+    %af = arith.extf %a : bf16 to f32
+    %accf = arith.extf %acc : bf16 to f32
+    %gt = arith.cmpf ogt, %accf, %af : f32
+    %m = arith.select %gt, %accf, %af : f32
+    %nan = arith.cmpf uno, %accf, %accf : f32
+    %r = arith.select %nan, %accf, %m : f32
+    %rt = arith.truncf %r : f32 to bf16
+    linalg.yield %rt : bf16
+  }
+  return
+}
+
+// -----
+
+// A bf16 sum accumulating in bf16 would round at every step: refused (the group lowering
+// accumulates half sums in f32).
+func.func @sum_in_bf16(%x: memref<8x64xbf16>, %y: memref<8xbf16>) {
+  // expected-error @+1 {{reduction body is not `combine(f(inputs), accumulator)`}}
+  linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0)>],
+                  iterator_types = ["parallel", "reduction"]}
+      ins(%x : memref<8x64xbf16>) outs(%y : memref<8xbf16>) {
+  ^bb0(%a: bf16, %acc: bf16):
+    %af = arith.extf %a : bf16 to f32
+    %accf = arith.extf %acc : bf16 to f32
+    %s = arith.addf %af, %accf : f32
+    %st = arith.truncf %s : f32 to bf16
+    linalg.yield %st : bf16
+  }
   return
 }
