@@ -67,10 +67,11 @@ bool GroupLowering::CanLower(const runtime::OpRecord& record, std::string* why) 
       }
       // The trn pipeline takes f32, bfloat16, float16 (2 bytes in HBM, widened to f32 tiles by
       // its DMAs and rounded when stored), bool and integer tensors (int64 narrowed to i32
-      // tiles). No int16: on a trn target an i16 element in a module is a bfloat16 (mlir_text.h's
-      // spelling, which the trn pipeline reads as bf16: trn/TrnHalfTypes.cpp).
-      if (trn && runtime::IsDeviceTensor(t) && t.scalar_type() != c10::kFloat && !IsHalf(t.scalar_type()) &&
-          t.scalar_type() != c10::kBool && t.scalar_type() != c10::kInt && t.scalar_type() != c10::kLong) {
+      // tiles). No int16, not even a host scalar: on a trn target an i16 in a module is a
+      // bfloat16 (mlir_text.h's spelling, which the trn pipeline reads as bf16: trn/TrnHalfTypes.cpp).
+      if (trn && (runtime::IsDeviceTensor(t) || t.scalar_type() == c10::kShort) && t.scalar_type() != c10::kFloat &&
+          !IsHalf(t.scalar_type()) && t.scalar_type() != c10::kBool && t.scalar_type() != c10::kInt &&
+          t.scalar_type() != c10::kLong) {
         *why = absl::StrCat("dtype ", c10::toString(t.scalar_type()), " (no trn lowering)");
         ok = false;
       } else if (!Supported(t.scalar_type())) {
