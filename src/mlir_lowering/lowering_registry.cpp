@@ -110,17 +110,6 @@ bool LoweringRegistry::TrnAcceptsCall(const runtime::OpRecord& r, std::string* w
       return false;
     }
   }
-  // Convolutions and pooling take f32 (and int64 indices) only: in bf16 / f16 they run op by op,
-  // so the half ops around them stay on the core.
-  if (name.find("convolution") != std::string::npos || name.find("pool2d") != std::string::npos) {
-    for (const c10::IValue& a : r.args) {
-      if (a.isTensor() && a.toTensor().defined() &&
-          (a.toTensor().scalar_type() == at::kBFloat16 || a.toTensor().scalar_type() == at::kHalf)) {
-        *why = "bf16 / f16 convolution or pooling (no trn lowering)";
-        return false;
-      }
-    }
-  }
   // Convolutions (trn/LowerConv.cpp): 1-D and 2-D, regular and transposed.
   //   convolution(input, weight, bias, stride, padding, dilation, transposed, output_padding, groups)
   //   convolution_backward(grad_output, input, weight, bias_sizes, stride, padding, dilation, transposed, ...)

@@ -252,8 +252,9 @@ LogicalResult Lowerer::LowerConv(mlir::linalg::GenericOp g) {
   llvm::SmallVector<Value> results(g->getOperands().begin() + 2 + reads, g->getOperands().end());
   for (Value v : g->getOperands().drop_front(2)) {
     auto t = v.getType().dyn_cast<mlir::MemRefType>();
-    if (!t || !t.hasStaticShape() || !t.getElementType().isF32()) {
-      return refuse(g) << "convolution operands must be f32 memrefs of static shape";
+    const mlir::Type e = t ? t.getElementType() : mlir::Type();
+    if (!t || !t.hasStaticShape() || !(e.isF32() || e.isBF16() || e.isF16())) {  // halves: DMA widens, stores round
+      return refuse(g) << "convolution operands must be f32, bf16 or f16 memrefs of static shape";
     }
   }
   const int64_t rank = x.getType().cast<mlir::MemRefType>().getRank();
