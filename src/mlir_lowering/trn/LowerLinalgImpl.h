@@ -224,7 +224,7 @@ class Lowerer {
   LogicalResult LowerConv(mlir::linalg::GenericOp g);
   Value LoadWindow(const Window& w, int64_t free, mlir::Type element);
   void StoreWindow(Value tile, const Window& w);
-  Value CachedWindow(const Window& w, int64_t free);
+  Value CachedWindow(const Window& w, int64_t free, mlir::Type element = {});
   Value ShiftedTile(const ConvSum& s, const ConvTap& tap, int64_t k0, int64_t kb, int64_t r0, int64_t rb, int64_t c0,
                     int64_t cb, double fill = 0.0, mlir::Type element = {});
   void EmitConvSum(const ConvSum& s);

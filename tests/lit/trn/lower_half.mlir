@@ -132,3 +132,28 @@ func.func @sum_in_bf16(%x: memref<8x64xbf16>, %y: memref<8xbf16>) {
   }
   return
 }
+
+// -----
+
+// A bf16 convolution: TensorE takes the bf16 input and weight tiles themselves (same-type DMA,
+// products exact in fp32, PSUM fp32); the bias column is widened to f32 by its DMA, and the
+// output's store rounds to bf16.
+// CHECK-LABEL: func.func @conv2d_bf16
+// CHECK: trn.dma_copy %arg2, %[[B:[0-9]+]] {{.*}} : memref<4xbf16>, !trn.sbuf<4, [1], f32>
+// CHECK: trn.dma_copy %arg0, %[[X:[0-9]+]] {{.*}} : memref<1x3x5x6xbf16>, !trn.sbuf<3, [30], bf16>
+// CHECK: trn.dma_copy %arg1, %[[W:[0-9]+]] {{.*}} : memref<4x3x1x1xbf16>, !trn.sbuf<3, [4], bf16>
+// CHECK: trn.matmul %[[W]], %[[X]], %[[ACC:[0-9]+]] {{.*}} : !trn.sbuf<3, [4], bf16>, !trn.sbuf<3, [30], bf16>, !trn.psum<4, [30], f32>
+// CHECK: trn.tensor_scalar %[[ACC]], %[[Y:[0-9]+]] column %[[B]] {op = "add"
+// CHECK: trn.dma_copy %[[Y]], %arg3 {{.*}} : !trn.sbuf<4, [30], f32>, memref<1x4x5x6xbf16>
+func.func @conv2d_bf16(%x: memref<1x3x5x6xbf16>, %w: memref<4x3x1x1xbf16>, %b: memref<4xbf16>, %y: memref<1x4x5x6xbf16>) {
+  %ctx = arith.constant 0 : i64
+  %k = arith.constant 0 : i64
+  linalg.generic {indexing_maps = [affine_map<() -> ()>, affine_map<() -> ()>, affine_map<() -> (0, 0, 0, 0)>, affine_map<() -> (0, 0, 0, 0)>, affine_map<() -> (0)>, affine_map<() -> (0, 0, 0, 0)>],
+                  iterator_types = [], library_call = "trn_ext4_0", trn.extern_op = "aten::convolution", trn.extern_ints = array<i64: 0, 1>,
+                  trn.extern_lists = [array<i64: 1, 1>, array<i64: 0, 0>, array<i64: 1, 1>, array<i64: 0, 0>]}
+      ins(%ctx, %k, %x, %w, %b : i64, i64, memref<1x3x5x6xbf16>, memref<4x3x1x1xbf16>, memref<4xbf16>) outs(%y : memref<1x4x5x6xbf16>) {
+  ^bb0(%c: i64, %i: i64, %a0: bf16, %a1: bf16, %a2: bf16, %o0: bf16):
+    linalg.yield %o0 : bf16
+  }
+  return
+}
