@@ -104,6 +104,8 @@ def contractions():
         record("mm_relu", lambda: (dev(8, 16), dev(16, 4)), lambda a, b: torch.relu(a @ b)),
         record("linear", lambda: (dev(5, 16), dev(8, 16), dev(8)), lambda x, w, b: F.linear(x, w, b)),
         record("bmm", lambda: (dev(3, 4, 6), dev(3, 6, 5)), lambda a, b: torch.bmm(a, b)),
+        record("linear_bf16", lambda: (dev(5, 16, dtype=torch.bfloat16), dev(8, 16, dtype=torch.bfloat16),
+                                       dev(8, dtype=torch.bfloat16)), lambda x, w, b: F.linear(x, w, b)),
     ]
 
 

@@ -65,10 +65,13 @@ bool GroupLowering::CanLower(const runtime::OpRecord& record, std::string* why) 
       if (!ok || !t.defined()) {
         return;
       }
-      // Half types compile for the host only (computed in f32: mlir_text.h); the trn pipeline
-      // takes f32, bool and integer tensors (int64 narrowed to i32 tiles by its DMAs).
-      if (trn && runtime::IsDeviceTensor(t) && t.scalar_type() != c10::kFloat && t.scalar_type() != c10::kBool &&
-          t.scalar_type() != c10::kInt && t.scalar_type() != c10::kLong) {
+      // The trn pipeline takes f32, bfloat16, float16 (2 bytes in HBM, widened to f32 tiles by
+      // its DMAs and rounded when stored), bool and integer tensors (int64 narrowed to i32
+      // tiles). No int16, not even a host scalar: on a trn target an i16 in a module is a
+      // bfloat16 (mlir_text.h's spelling, which the trn pipeline reads as bf16: trn/TrnHalfTypes.cpp).
+      if (trn && (runtime::IsDeviceTensor(t) || t.scalar_type() == c10::kShort) && t.scalar_type() != c10::kFloat &&
+          !IsHalf(t.scalar_type()) && t.scalar_type() != c10::kBool && t.scalar_type() != c10::kInt &&
+          t.scalar_type() != c10::kLong) {
         *why = absl::StrCat("dtype ", c10::toString(t.scalar_type()), " (no trn lowering)");
         ok = false;
       } else if (!Supported(t.scalar_type())) {

@@ -13,6 +13,8 @@
 // floats): values are rounded when stored. bfloat16 elements are i16 in the IR: LLVM 16's x86 backend cannot select vectors of
 // `bfloat` (fpext <16 x bfloat> aborts instruction selection) and calls __truncsfbf2, which
 // Debian 12's libgcc lacks, for a scalar fptrunc, so Load and Store convert with integer ops.
+// The trn pipeline reads those exact spellings back as bf16 (trn/TrnHalfTypes.cpp): change
+// them together.
 // float16 elements are f16 (F16C's vcvtph2ps / vcvtps2ph).
 //
 // The lowering emits MLIR *text*: these files need no MLIR header (fast to build, and the

@@ -54,6 +54,7 @@ absl::StatusOr<TrnCompiled> CompileToTrnStream(std::string_view mlir_text, std::
     return absl::InternalError(absl::StrCat("trn: the module has no func.func @", name, " with a body"));
   }
   mlir::PassManager pm(&context);
+  pm.addPass(trn::ir::createBf16TypesPass());  // the host's spelling of bfloat16 -> bf16
   buildGroupFront(pm, /*extern_calls=*/false);
   trn::ir::buildTrnPipeline(pm, target);
   if (options.inject_internal_failure) pm.addPass(std::make_unique<InjectedFailurePass>());

@@ -226,6 +226,50 @@ func.func @group(%a: memref<3x40x70xf32, strided<[2800, 1, 40]>>, %b: memref<3x7
   }
 }
 
+TEST_CASE("bf16 elementwise: DMA widens to f32 tiles, stores round to nearest even", "[trn][lowering]") {
+  // z = round(round(x + y) * 3): the inner rounding is a copy into a bf16 tile, the outer one the
+  // store's DMA. Ties go to the even neighbour; NaN stays NaN. DMA moves 2 bytes an element.
+  const std::string mlir = R"(
+#id = affine_map<(d0, d1) -> (d0, d1)>
+func.func @group(%x: memref<128x16xbf16>, %y: memref<128x16xbf16>, %z: memref<128x16xbf16>) {
+  linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%x, %y : memref<128x16xbf16>, memref<128x16xbf16>) outs(%z : memref<128x16xbf16>) {
+  ^bb0(%a: bf16, %b: bf16, %o: bf16):
+    %af = arith.extf %a : bf16 to f32
+    %bf = arith.extf %b : bf16 to f32
+    %s = arith.addf %af, %bf : f32
+    %sr = arith.truncf %s : f32 to bf16
+    %sw = arith.extf %sr : bf16 to f32
+    %three = arith.constant 3.0 : f32
+    %m = arith.mulf %sw, %three : f32
+    %r = arith.truncf %m : f32 to bf16
+    linalg.yield %r : bf16
+  }
+  return
+}
+)";
+  std::vector<Arg> args = {{nc::DType::kBF16, Random(128 * 16, 21)}, {nc::DType::kBF16, Random(128 * 16, 22, 0.01f)},
+                           {nc::DType::kBF16, std::vector<float>(128 * 16, 0.0f)}};
+  for (int i = 0; i < 2; ++i) {
+    for (float& v : args[i].values) v = RoundBf16(v);
+  }
+  // Ties of the sum: 1 + 2^-8 -> 1 (even), (1 + 2^-7) + 2^-8 -> 1 + 2^-6 (even); NaN.
+  args[0].values[0] = 1.0f, args[1].values[0] = 0.00390625f;
+  args[0].values[1] = 1.0078125f, args[1].values[1] = 0.00390625f;
+  args[0].values[2] = std::nanf("");
+  std::vector<float> want(128 * 16);
+  for (size_t i = 0; i < want.size(); ++i) want[i] = RoundBf16(RoundBf16(args[0].values[i] + args[1].values[i]) * 3.0f);
+  Result r = Run(mlir, args);
+  CHECK(args[2].values[0] == 3.0f);
+  CHECK(args[2].values[1] == RoundBf16(1.015625f * 3.0f));
+  CHECK(std::isnan(args[2].values[2]));
+  for (size_t i = 3; i < want.size(); ++i) {
+    INFO(i);
+    REQUIRE(args[2].values[i] == want[i]);
+  }
+  CHECK(r.report.dma_bytes == 3 * 128 * 16 * 2);
+}
+
 TEST_CASE("elementwise: broadcasts, constants on either side, comparisons, casts", "[trn][lowering]") {
   const std::string mlir = R"(
 #id = affine_map<(d0, d1, d2) -> (d0, d1, d2)>

@@ -101,7 +101,8 @@ def compare(name, dtype, scaler_name=""):
             "groups_run_compiled": stats.get("groups_run_compiled", 0),
             "unlowered_ops": stats.get("unlowered_ops", {}), "compile_failures": stats.get("compile_failures", {}),
             "half_ops": half_ops, "ops": sorted({op["op"] for op in trace.ops}),
-            "scales": [r["scale"] for r in dev_rec], "cpu_scales": [r["scale"] for r in cpu_rec]}
+            "scales": [r["scale"] for r in dev_rec], "cpu_scales": [r["scale"] for r in cpu_rec],
+            "device": stats.get("device")}  # the modeled NeuronCore's counters (NEURON_TARGET=trn2|trn3)
 
 
 if __name__ == "__main__":

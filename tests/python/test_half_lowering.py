@@ -7,6 +7,11 @@ rounding per op, as ATen's kernels), the transcendental ones (polynomial approxi
 exp/tanh/erf in f32) within one ulp of the half type. The subprocess then checks that the group
 lowering handled every op: no op in `unlowered_ops`, no compile failure, and every op of each
 case ran compiled (adaptive mode runs each case again after `wait_for_compiles` and counts that run).
+
+On NEURON_TARGET=trn2 (compile mode) the same cases run on the modeled NeuronCore (bf16 / f16
+stay 2 bytes in HBM, DMA widens them into f32 tiles and rounds when it stores: docs/trn_pipeline.md)
+and must match CPU the same way; every case but those whose f32 form is refused by the trn
+lowering too (TRN_HOST) must run on the core.
 """
 import json
 import os
@@ -28,15 +33,21 @@ not_compiled = []  # cases whose ops did not all run compiled (adaptive: in thei
 # One ulp of the half type at 1.0 (relative), for the approximated math.
 ULP = {torch.bfloat16: 2.0 ** -7, torch.float16: 2.0 ** -10}
 
+on_host = []  # trn targets: cases with ops that ran on the host, not on the modeled NeuronCore
+
 def run(fn, args):
-    """fn on device copies of args -> (CPU copies of its results, ops executed and run compiled)."""
+    """fn on device copies of args -> (CPU copies of its results, ops executed and run compiled,
+    and on a trn target ops run on the host)."""
     dev_args = [a.to(DEV) for a in args]
     torch_trn.sync()
     before = torch_trn.stats()
     out = fn(*dev_args)
     out = [o.cpu() for o in (out if isinstance(out, (tuple, list)) else [out])]
     after = torch_trn.stats()
-    return out, {k: after[k] - before[k] for k in ("ops_executed", "ops_run_compiled")}
+    ran = {k: after[k] - before[k] for k in ("ops_executed", "ops_run_compiled")}
+    if "device" in after:
+        ran["ops_on_host"] = after["device"]["ops_on_host"] - before["device"]["ops_on_host"]
+    return out, ran
 
 def check(name, fn, *args, exact=True):
     dt = args[0].dtype
@@ -49,6 +60,8 @@ def check(name, fn, *args, exact=True):
             got, ran = run(fn, args)
         if ran["ops_run_compiled"] != ran["ops_executed"]:
             not_compiled.append(f"{name} {dt}: {ran}")
+        if ran.get("ops_on_host"):
+            on_host.append(f"{name} {dt}")
         for r, g in zip(ref, got):
             assert g.dtype == r.dtype, (g.dtype, r.dtype)
             if exact:
@@ -139,6 +152,7 @@ for dt in (torch.bfloat16, torch.float16):
 torch_trn.sync()
 s = torch_trn.stats()
 print(json.dumps({"failures": failures, "not_compiled": not_compiled, "unlowered": s["unlowered_ops"],
+                  "on_host": on_host, "device": s.get("device"),
                   "compile_failures": s["compile_failures"], "ops_executed": s["ops_executed"],
                   "ops_run_compiled": s["ops_run_compiled"]}))
 '''
@@ -155,3 +169,21 @@ def test_half_ops_compile_and_match_cpu(mode):
     assert report["compile_failures"] == {}, report["compile_failures"]
     assert report["not_compiled"] == [], report["not_compiled"]
     assert report["ops_run_compiled"] > 0
+
+
+# Cases the trn lowering sends to the host in float32 as well: a float -> int cast of a tile
+# (truncation: `arith.fptosi`) and value-and-index reductions (max with its index, argmin).
+TRN_HOST = {"to int", "max with index", "argmin"}
+
+
+def test_half_ops_on_trn2_core_match_cpu():
+    proc = run_python(CODE, env={"NEURON_MODE": "compile", "NEURON_TARGET": "trn2"})
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    report = json.loads(proc.stdout.strip().splitlines()[-1])
+    dev = report["device"]
+    print(f"\n[trn2] ops on the core {dev['ops_on_device']}, on the host {dev['ops_on_host']}: {report['on_host']}")
+    assert report["failures"] == [], "\n".join(report["failures"])
+    assert report["unlowered"] == {} and report["compile_failures"] == {}
+    assert dev["trn_internal_failures"] == 0
+    assert {case.rsplit(" ", 1)[0] for case in report["on_host"]} <= TRN_HOST, report["on_host"]
+    assert dev["ops_on_device"] >= 120, dev

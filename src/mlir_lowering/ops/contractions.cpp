@@ -1,9 +1,13 @@
 // Contractions. On the host target, matrix products and convolutions call ATen's CPU kernels
 // (BLAS / oneDNN) from the compiled code (GroupLowering::Extern: a runtime call on the group's
 // buffers), so the elementwise chains around them still fuse in MLIR. On a trn target
-// (NEURON_TARGET=trn2|trn3), mm / addmm / bmm / baddbmm on f32 or bf16 become linalg.matmul /
+// (NEURON_TARGET=trn2|trn3), mm / addmm / bmm / baddbmm on f32, bf16 or f16 become linalg.matmul /
 // linalg.batch_matmul, which the trn pipeline tiles onto TensorE (trn/LowerLinalg.cpp); the
 // bias and scaling of addmm/baddbmm are a pointwise op after it, which fuses with what follows.
+// Half operands are widened to f32 (exact) and the product is f32, rounded once to the half type
+// with the bias (as ATen's CPU kernels accumulate and add in f32): the module stays one the host
+// pipeline compiles when the trn pipeline refuses the group, and the trn pipeline feeds TensorE
+// the half buffers themselves (LowerMatmul.cpp: the widening is exact, the products the same).
 #include "mlir_lowering/ops/op_helpers.h"
 #include "runtime/knobs.h"
 
@@ -32,29 +36,43 @@ absl::Status Matmul(GroupLowering& g, const runtime::OpRecord& r) {
   const at::Tensor& rhs = rhs_v.toTensor();
   const c10::ScalarType dtype = lhs.scalar_type();
   at::Tensor dst = g.Destination(0);
-  if ((dtype != c10::kFloat && dtype != c10::kBFloat16) || rhs.scalar_type() != dtype || !dst.defined() ||
+  if ((dtype != c10::kFloat && !IsHalf(dtype)) || rhs.scalar_type() != dtype || !dst.defined() ||
       dst.scalar_type() != dtype || lhs.dim() != (batched ? 3 : 2) || rhs.dim() != (batched ? 3 : 2)) {
     return g.Extern();
   }
   TRN_ASSIGN_OR_RETURN(View a, g.Read(lhs));
   TRN_ASSIGN_OR_RETURN(View b, g.Read(rhs));
+  const bool half = IsHalf(dtype);
+  const c10::ScalarType mm_dtype = half ? c10::kFloat : dtype;
+  auto widen = [&](const View& v) {  // a half operand as an f32 tensor (exact)
+    return g.Pointwise({Operand::Of(v)}, v.sizes, c10::kFloat,
+                       [](ScalarBuilder& sb2, const std::vector<Scalar>& x) { return sb2.Cast(x[0], c10::kFloat); });
+  };
+  if (half) {
+    a = widen(a);
+    b = widen(b);
+  }
   const std::string sa = g.Materialize(a), sb = g.Materialize(b);
   std::vector<int64_t> shape = batched ? std::vector<int64_t>{lhs.size(0), lhs.size(1), rhs.size(2)}
                                        : std::vector<int64_t>{lhs.size(0), rhs.size(1)};
-  const std::string type = TensorType(shape, dtype);
+  const std::string type = TensorType(shape, mm_dtype);
   NameGen& n = g.names();
   const std::string empty = n.Next("e"), zero = n.Next("c"), filled = n.Next("f"), prod = n.Next("mm");
   if (g.emitting()) {
     g.Emit(absl::StrCat("    ", empty, " = tensor.empty() : ", type, "\n"));
-    g.Emit(absl::StrCat("    ", zero, " = arith.constant 0.0 : ", *ElementType(dtype), "\n"));
-    g.Emit(absl::StrCat("    ", filled, " = linalg.fill ins(", zero, " : ", *ElementType(dtype), ") outs(", empty,
+    g.Emit(absl::StrCat("    ", zero, " = arith.constant 0.0 : ", *ElementType(mm_dtype), "\n"));
+    g.Emit(absl::StrCat("    ", filled, " = linalg.fill ins(", zero, " : ", *ElementType(mm_dtype), ") outs(", empty,
                         " : ", type, ") -> ", type, "\n"));
     g.Emit(absl::StrCat("    ", prod, " = linalg.", batched ? "batch_matmul" : "matmul", " ins(", sa, ", ", sb, " : ",
-                        TensorType(lhs.sizes().vec(), dtype), ", ", TensorType(rhs.sizes().vec(), dtype), ") outs(",
-                        filled, " : ", type, ") -> ", type, "\n"));
+                        TensorType(lhs.sizes().vec(), mm_dtype), ", ", TensorType(rhs.sizes().vec(), mm_dtype),
+                        ") outs(", filled, " : ", type, ") -> ", type, "\n"));
   }
-  View product = View::Whole(prod, shape, dtype);
-  if (!add) return g.WriteResult(0, product);
+  View product = View::Whole(prod, shape, mm_dtype);
+  if (!add) {
+    if (!half) return g.WriteResult(0, product);
+    return g.WriteResult(0, g.Pointwise({Operand::Of(product)}, shape, dtype,
+                                        [&](ScalarBuilder& sb2, const std::vector<Scalar>& x) { return sb2.Cast(x[0], dtype); }));
+  }
   // beta * self + alpha * product; beta == 0 ignores self (NaN in it included), as torch does.
   TRN_ASSIGN_OR_RETURN(c10::Scalar beta, ScalarArg(g, "beta"));
   TRN_ASSIGN_OR_RETURN(c10::Scalar alpha, ScalarArg(g, "alpha"));

@@ -1,6 +1,7 @@
 // trn-lower-linalg: one linalg.generic body op on a tile (LowerLinalgImpl.h): float arithmetic,
 // comparisons and functions; integer arithmetic and comparisons on i32 tiles (torch's int64
-// tensors are carried as i32 on the core); linalg.index as a GpSimd iota.
+// tensors are carried as i32 on the core); linalg.index as a GpSimd iota; the combine of a
+// reducing generic (MatchCombine).
 #include <cmath>
 #include <limits>
 #include <optional>
@@ -60,8 +61,11 @@ LogicalResult Lowerer::LowerBodyOp(mlir::Operation& op, const TileSpace& t, llvm
     return set(in[0]);  // every engine reads tiles as fp32: widening is free
   }
   if (mlir::isa<mlir::arith::TruncFOp>(op)) {
+    // To bf16 / f16: a copy into a tile of that type rounds (to nearest even); a value that is
+    // only yielded stays f32, and the DMA that stores it into the bf16 / f16 buffer rounds.
     const mlir::Type to = op.getResult(0).getType();
-    if (in[0].kind() == Kind::kConst || to.isF32() || to.isF64()) return set(in[0]);  // f64 is f32 here
+    const bool stored = llvm::all_of(op.getResult(0).getUsers(), [](mlir::Operation* u) { return mlir::isa<mlir::linalg::YieldOp>(u); });
+    if (in[0].kind() == Kind::kConst || to.isF32() || to.isF64() || stored) return set(in[0]);  // f64 is f32 here
     Value narrow = NewTile(t, in[0].kind(), to);
     Make<TensorCopyOp>(in[0].tile, narrow);
     return set(Wrap(narrow, in[0].kind()));
@@ -119,6 +123,69 @@ LogicalResult Lowerer::LowerBodyOp(mlir::Operation& op, const TileSpace& t, llvm
     return set(Binary("maximum", "maximum", in[0], Binary("multiply", "multiply", in[0], Val::Const(-1.0), t), t));
   }
   return refuse(&op) << "has no trn lowering";
+}
+
+// yield value == combine(x, acc) with combine add/max/min, possibly spelled as torch's
+// NaN-propagating max: select(cmpf(uno, acc, acc), acc, select(cmpf(ogt, acc, x), acc, x)).
+// A max / min accumulating in bf16 / f16 is yield truncf(combine(x, extf(acc))): the rounding
+// is exact (the result is one of the half values), so it is the combine of the widened values,
+// computed in f32 tiles (the DMA widens the output and its store rounds). A half sum is not
+// (each step would round): refused; the group lowering accumulates sums in f32.
+bool Lowerer::MatchCombine(Value y, Value acc, std::string* op, Value* x, llvm::SmallPtrSet<mlir::Operation*, 4>* ops) {
+  mlir::Operation* def = y.getDefiningOp();
+  if (!def) return false;
+  if (auto trunc = mlir::dyn_cast<mlir::arith::TruncFOp>(def); trunc && !acc.getType().isF32() && acc.hasOneUse()) {
+    auto ext = mlir::dyn_cast<mlir::arith::ExtFOp>(*acc.getUsers().begin());
+    if (!ext || ext.getType() != trunc.getIn().getType() || !MatchCombine(trunc.getIn(), ext, op, x, ops)) return false;
+    ops->insert(trunc);
+    ops->insert(ext);
+    return *op == "maximum" || *op == "minimum";
+  }
+  auto other = [&](mlir::Operation* d) -> Value {
+    if (d->getNumOperands() != 2) return Value();
+    if (d->getOperand(0) == acc) return d->getOperand(1);
+    if (d->getOperand(1) == acc) return d->getOperand(0);
+    return Value();
+  };
+  if (mlir::isa<mlir::arith::AddFOp, mlir::arith::MaxFOp, mlir::arith::MinFOp, mlir::arith::AddIOp, mlir::arith::MaxSIOp,
+                mlir::arith::MinSIOp>(def)) {
+    *op = mlir::isa<mlir::arith::AddFOp, mlir::arith::AddIOp>(def)     ? "add"
+          : mlir::isa<mlir::arith::MaxFOp, mlir::arith::MaxSIOp>(def) ? "maximum"
+                                                                       : "minimum";
+    *x = other(def);
+    ops->insert(def);
+    return static_cast<bool>(*x);
+  }
+  // any / all of booleans: or = max, and = min of 0/1.
+  if (mlir::isa<mlir::arith::OrIOp, mlir::arith::AndIOp>(def) && y.getType().isInteger(1)) {
+    *op = mlir::isa<mlir::arith::OrIOp>(def) ? "maximum" : "minimum";
+    *x = other(def);
+    ops->insert(def);
+    return static_cast<bool>(*x);
+  }
+  // select(isnan(acc), acc, inner) -> inner (the max/min instruction's own NaN behaviour).
+  if (auto sel = mlir::dyn_cast<mlir::arith::SelectOp>(def)) {
+    auto cmp = sel.getCondition().getDefiningOp<mlir::arith::CmpFOp>();
+    if (cmp && cmp.getPredicate() == mlir::arith::CmpFPredicate::UNO && cmp.getLhs() == acc && cmp.getRhs() == acc &&
+        sel.getTrueValue() == acc) {
+      ops->insert(sel);
+      ops->insert(cmp);
+      return MatchCombine(sel.getFalseValue(), acc, op, x, ops);
+    }
+    // select(cmpf(ogt|olt, acc, x), acc, x): max / min.
+    if (cmp && sel.getTrueValue() == acc && cmp.getLhs() == acc && cmp.getRhs() == sel.getFalseValue()) {
+      const auto p = cmp.getPredicate();
+      using P = mlir::arith::CmpFPredicate;
+      if (p == P::OGT || p == P::OGE || p == P::UGT || p == P::UGE) *op = "maximum";
+      else if (p == P::OLT || p == P::OLE || p == P::ULT || p == P::ULE) *op = "minimum";
+      else return false;
+      *x = sel.getFalseValue();
+      ops->insert(sel);
+      ops->insert(cmp);
+      return true;
+    }
+  }
+  return false;
 }
 
 // linalg.index d on tile t: base[d] + p * (partition step of d) + f * (free step of d), one iota

@@ -123,21 +123,37 @@ Value Lowerer::LoadWindow(const Window& w, int64_t free, mlir::Type element) {
 
 void Lowerer::StoreWindow(Value tile, const Window& w) { SetWindowAttrs(Make<DmaCopyOp>(tile, w.memref), w); }
 
-// A weight tile [partitions, free] (one free axis), loaded once per convolution while the
-// cache holds kWeightCacheBytes per partition (then it starts over).
-Value Lowerer::CachedWindow(const Window& w, int64_t free) {
+// A weight tile [partitions, free] (one free axis) of `element` (f32 when null), loaded once per
+// convolution while the cache holds kWeightCacheBytes per partition (then it starts over).
+Value Lowerer::CachedWindow(const Window& w, int64_t free, mlir::Type element) {
+  if (!element) element = b_.getF32Type();
   const auto key = std::make_tuple(reinterpret_cast<intptr_t>(w.memref.getAsOpaquePointer()), w.offset, w.partitions,
                                    w.partition_stride, free, w.strides.empty() ? 0 : w.strides[0]);
-  if (auto it = conv_cache_.find(key); it != conv_cache_.end()) return it->second;
-  if (conv_cache_bytes_ + free * 4 > kWeightCacheBytes) {
+  if (auto it = conv_cache_.find(key); it != conv_cache_.end() && TileElement(it->second) == element) return it->second;
+  const int64_t bytes = free * element.getIntOrFloatBitWidth() / 8;
+  if (conv_cache_bytes_ + bytes > kWeightCacheBytes) {
     conv_cache_.clear();
     conv_cache_bytes_ = 0;
   }
-  Value tile = LoadWindow(w, free, b_.getF32Type());
+  Value tile = LoadWindow(w, free, element);
   conv_cache_[key] = tile;
-  conv_cache_bytes_ += free * 4;
+  conv_cache_bytes_ += bytes;
   return tile;
 }
+
+namespace {
+
+// The element type of TensorE's operand tiles for buffers `a` and `b`: their own when both are
+// bf16 or both f16 (bf16 / fp16 matmuls, a quarter of fp32's time; the products are exact in
+// fp32 either way), else f32 (the DMA widens).
+mlir::Type TensorEElement(Value a, Value b) {
+  const mlir::Type ta = a.getType().cast<mlir::MemRefType>().getElementType();
+  const mlir::Type tb = b.getType().cast<mlir::MemRefType>().getElementType();
+  if (ta == tb && (ta.isBF16() || ta.isF16())) return ta;
+  return mlir::Float32Type::get(a.getContext());
+}
+
+}  // namespace
 
 // The moving tile of one tap: x[k0 + k, ah + sh (r0 + r), aw + sw (c0 + c)] for k < kb, r < rb,
 // c < cb, `fill` outside x; nullptr when the whole block is outside.
@@ -194,14 +210,15 @@ void Lowerer::EmitConvSum(const ConvSum& s) {
       } else {
         // TensorE: PSUM[m, pos] += w[k, m]^T-tile x shifted x[k, pos], over taps and k tiles.
         Value acc = Psum(mb, {n});
+        const mlir::Type te = TensorEElement(s.x, s.w);
         for (const ConvTap& tap : s.taps) {
           for (int64_t k0 = 0; k0 < s.in_channels; k0 += kMaxPartitions) {
             const int64_t kb = std::min<int64_t>(kMaxPartitions, s.in_channels - k0);
-            Value x = ShiftedTile(s, tap, k0, kb, bl.r0, bl.rb, bl.c0, bl.cb);
+            Value x = ShiftedTile(s, tap, k0, kb, bl.r0, bl.rb, bl.c0, bl.cb, 0.0, te);
             if (!x) break;
             Value w = CachedWindow(
                 Window{s.w, tap.w_offset + k0 * s.w_k_stride + m0 * s.w_m_stride, kb, s.w_k_stride, {mb}, {s.w_m_stride}},
-                mb);
+                mb, te);
             auto mm = Make<MatmulOp>(w, x, acc);
             if (!first) mm.setAccumulateAttr(b_.getUnitAttr());
             first = false;
@@ -252,8 +269,9 @@ LogicalResult Lowerer::LowerConv(mlir::linalg::GenericOp g) {
   llvm::SmallVector<Value> results(g->getOperands().begin() + 2 + reads, g->getOperands().end());
   for (Value v : g->getOperands().drop_front(2)) {
     auto t = v.getType().dyn_cast<mlir::MemRefType>();
-    if (!t || !t.hasStaticShape() || !t.getElementType().isF32()) {
-      return refuse(g) << "convolution operands must be f32 memrefs of static shape";
+    const mlir::Type e = t ? t.getElementType() : mlir::Type();
+    if (!t || !t.hasStaticShape() || !(e.isF32() || e.isBF16() || e.isF16())) {  // halves: DMA widens, stores round
+      return refuse(g) << "convolution operands must be f32, bf16 or f16 memrefs of static shape";
     }
   }
   const int64_t rank = x.getType().cast<mlir::MemRefType>().getRank();
@@ -452,6 +470,7 @@ LogicalResult Lowerer::LowerConv(mlir::linalg::GenericOp g) {
           continue;
         }
         // TensorE: PSUM[o, c] += grad_output[pos, o]^T-tile x input[pos, c], pos = one row's <= 128 columns.
+        const mlir::Type te = TensorEElement(G.buffer, X.buffer);
         for (int64_t gi = 0; gi < groups; ++gi) {
           for (int64_t o0 = 0; o0 < og; o0 += kMaxPartitions) {
             const int64_t ob = std::min<int64_t>(kMaxPartitions, og - o0);
@@ -465,12 +484,12 @@ LogicalResult Lowerer::LowerConv(mlir::linalg::GenericOp g) {
                     const int64_t qb = std::min<int64_t>(kMaxPartitions, chi - q0);
                     Value st = LoadWindow(Window{G.buffer, G.offset + b * G.stride[0] + (gi * og + o0) * G.stride[1] + r * G.stride[2] + q0 * G.stride[3],
                                                  qb, G.stride[3], {ob}, {G.stride[1]}},
-                                          ob, f32);
+                                          ob, te);
                     Value mv = LoadWindow(
                         Window{X.buffer, X.offset + b * X.stride[0] + (gi * cg + c0) * X.stride[1] + (ah + stride[0] * r) * X.stride[2] +
                                       (aw + stride[1] * q0) * X.stride[3],
                                qb, stride[1] * X.stride[3], {cb}, {X.stride[1]}},
-                        cb, f32);
+                        cb, te);
                     auto mm = Make<MatmulOp>(st, mv, acc);
                     if (!first) mm.setAccumulateAttr(b_.getUnitAttr());
                     first = false;

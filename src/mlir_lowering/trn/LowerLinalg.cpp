@@ -168,6 +168,7 @@ void SetWindow(mlir::Operation* dma, const OperandAccess& a, const TileSpace& t)
 LogicalResult Lowerer::Run() {
   llvm::SmallVector<mlir::Operation*> ops;
   for (mlir::Operation& op : f_.getBody().front()) ops.push_back(&op);
+  FindHalfOperands(ops);
   // A matmul right after a zero fill of its output overwrites PSUM instead: no fill needed.
   for (mlir::Operation* op : ops) {
     if (!mlir::isa<mlir::linalg::MatmulOp, mlir::linalg::BatchMatmulOp>(op)) continue;
@@ -245,12 +246,12 @@ void Lowerer::Store(Value tile, const OperandAccess& a, const TileSpace& t) {
 }
 
 mlir::Type Lowerer::ElementOf(Value memref) { return memref.getType().cast<mlir::MemRefType>().getElementType(); }
-// Element types of HBM buffers the NeuronCore reads: f32, bf16, bool (one byte), i32 and i64
-// (carried as i32 on chip: DeviceType); f64 only for scratch buffers and the runtime-scalar
-// argument (the runtime passes those as f32).
+// Element types of HBM buffers the NeuronCore reads: f32, bf16, f16 (widened to f32 tiles),
+// bool (one byte), i32 and i64 (carried as i32 on chip: DeviceType); f64 only for scratch
+// buffers and the runtime-scalar argument (the runtime passes those as f32).
 bool Lowerer::Supported(Value memref) {
   const mlir::Type t = ElementOf(memref);
-  if (t.isF32() || t.isBF16() || t.isInteger(1) || t.isInteger(32) || t.isInteger(64)) return true;
+  if (t.isF32() || t.isBF16() || t.isF16() || t.isInteger(1) || t.isInteger(32) || t.isInteger(64)) return true;
   if (!t.isF64()) return false;
   auto type = memref.getType().cast<mlir::MemRefType>();
   return memref.getDefiningOp<mlir::memref::AllocOp>() || (type.getRank() == 1 && type.isDynamicDim(0));
@@ -392,9 +393,10 @@ std::vector<TileSpace> Lowerer::Tiles(llvm::ArrayRef<int64_t> ranges, llvm::Arra
 // ---- elementwise and reducing generics ----
 
 // The element type a tile of memref element type `t` holds (the NeuronCore has no 64-bit
-// types: f64 is held as f32, i64 as i32, as the Neuron compiler carries int64).
+// types: f64 is held as f32, i64 as i32, as the Neuron compiler carries int64; bf16 and f16
+// are computed in f32: the DMA widens them and rounds to nearest even when it stores).
 mlir::Type Lowerer::DeviceType(mlir::Type t) {
-  if (t.isF64()) return mlir::Float32Type::get(t.getContext());
+  if (t.isF64() || t.isBF16() || t.isF16()) return mlir::Float32Type::get(t.getContext());
   if (t.isInteger(64) || t.isIndex()) return mlir::IntegerType::get(t.getContext(), 32);
   return t;
 }
@@ -503,7 +505,7 @@ LogicalResult Lowerer::LowerGeneric(mlir::linalg::GenericOp g) {
         continue;
       }
       Value tile = Materialize(*r, t, Kind::kTile);
-      if (TileElement(tile) != out_type) {
+      if (TileElement(tile) != out_type && TileElement(tile) != ElementOf(g->getOperand(n_in + o))) {
         Value cast = Sbuf(t.partition.count, t.FreeShape(), out_type);
         Make<TensorCopyOp>(tile, cast);
         tile = cast;
@@ -512,58 +514,6 @@ LogicalResult Lowerer::LowerGeneric(mlir::linalg::GenericOp g) {
     }
   }
   return success();
-}
-
-// yield value == combine(x, acc) with combine add/max/min, possibly spelled as torch's
-// NaN-propagating max: select(cmpf(uno, acc, acc), acc, select(cmpf(ogt, acc, x), acc, x)).
-bool Lowerer::MatchCombine(Value y, Value acc, std::string* op, Value* x, llvm::SmallPtrSet<mlir::Operation*, 4>* ops) {
-  mlir::Operation* def = y.getDefiningOp();
-  if (!def) return false;
-  auto other = [&](mlir::Operation* d) -> Value {
-    if (d->getNumOperands() != 2) return Value();
-    if (d->getOperand(0) == acc) return d->getOperand(1);
-    if (d->getOperand(1) == acc) return d->getOperand(0);
-    return Value();
-  };
-  if (mlir::isa<mlir::arith::AddFOp, mlir::arith::MaxFOp, mlir::arith::MinFOp, mlir::arith::AddIOp, mlir::arith::MaxSIOp,
-                mlir::arith::MinSIOp>(def)) {
-    *op = mlir::isa<mlir::arith::AddFOp, mlir::arith::AddIOp>(def)     ? "add"
-          : mlir::isa<mlir::arith::MaxFOp, mlir::arith::MaxSIOp>(def) ? "maximum"
-                                                                       : "minimum";
-    *x = other(def);
-    ops->insert(def);
-    return static_cast<bool>(*x);
-  }
-  // any / all of booleans: or = max, and = min of 0/1.
-  if (mlir::isa<mlir::arith::OrIOp, mlir::arith::AndIOp>(def) && y.getType().isInteger(1)) {
-    *op = mlir::isa<mlir::arith::OrIOp>(def) ? "maximum" : "minimum";
-    *x = other(def);
-    ops->insert(def);
-    return static_cast<bool>(*x);
-  }
-  // select(isnan(acc), acc, inner) -> inner (the max/min instruction's own NaN behaviour).
-  if (auto sel = mlir::dyn_cast<mlir::arith::SelectOp>(def)) {
-    auto cmp = sel.getCondition().getDefiningOp<mlir::arith::CmpFOp>();
-    if (cmp && cmp.getPredicate() == mlir::arith::CmpFPredicate::UNO && cmp.getLhs() == acc && cmp.getRhs() == acc &&
-        sel.getTrueValue() == acc) {
-      ops->insert(sel);
-      ops->insert(cmp);
-      return MatchCombine(sel.getFalseValue(), acc, op, x, ops);
-    }
-    // select(cmpf(ogt|olt, acc, x), acc, x): max / min.
-    if (cmp && sel.getTrueValue() == acc && cmp.getLhs() == acc && cmp.getRhs() == sel.getFalseValue()) {
-      const auto p = cmp.getPredicate();
-      using P = mlir::arith::CmpFPredicate;
-      if (p == P::OGT || p == P::OGE || p == P::UGT || p == P::UGE) *op = "maximum";
-      else if (p == P::OLT || p == P::OLE || p == P::ULT || p == P::ULE) *op = "minimum";
-      else return false;
-      *x = sel.getFalseValue();
-      ops->insert(sel);
-      ops->insert(cmp);
-      return true;
-    }
-  }
-  return false;
 }
 
 mlir::Type Lowerer::TileElement(Value tile) {

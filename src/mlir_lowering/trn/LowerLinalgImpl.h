@@ -187,7 +187,6 @@ class Lowerer {
 
   static mlir::Type DeviceType(mlir::Type t);
   LogicalResult LowerGeneric(mlir::linalg::GenericOp g);
-  bool MatchCombine(Value y, Value acc, std::string* op, Value* x, llvm::SmallPtrSet<mlir::Operation*, 4>* ops);
   static mlir::Type TileElement(Value tile);
   Value NewTile(const TileSpace& t, Kind kind, mlir::Type element = {});
   Value Materialize(const Val& v, const TileSpace& t, Kind kind);
@@ -204,9 +203,10 @@ class Lowerer {
   Val Select(const Val& c, const Val& a, const Val& b, const TileSpace& t, mlir::Type element);
   std::optional<Val> Get(Value v, const TileSpace& t, llvm::DenseMap<Value, Val>& vals);
 
-  // ---- one body op on a tile: float, integer and index ops (LowerBody.cpp) ----
+  // ---- one body op on a tile: float, integer and index ops; reductions' combine (LowerBody.cpp) ----
 
   LogicalResult LowerBodyOp(mlir::Operation& op, const TileSpace& t, llvm::DenseMap<Value, Val>& vals);
+  bool MatchCombine(Value y, Value acc, std::string* op, Value* x, llvm::SmallPtrSet<mlir::Operation*, 4>* ops);
   std::optional<LogicalResult> LowerIntegerOp(mlir::Operation& op, llvm::ArrayRef<Val> in, const TileSpace& t,
                                               llvm::DenseMap<Value, Val>& vals);
   LogicalResult LowerIndex(mlir::linalg::IndexOp op, const TileSpace& t, llvm::DenseMap<Value, Val>& vals);
@@ -224,7 +224,7 @@ class Lowerer {
   LogicalResult LowerConv(mlir::linalg::GenericOp g);
   Value LoadWindow(const Window& w, int64_t free, mlir::Type element);
   void StoreWindow(Value tile, const Window& w);
-  Value CachedWindow(const Window& w, int64_t free);
+  Value CachedWindow(const Window& w, int64_t free, mlir::Type element = {});
   Value ShiftedTile(const ConvSum& s, const ConvTap& tap, int64_t k0, int64_t kb, int64_t r0, int64_t rb, int64_t c0,
                     int64_t cb, double fill = 0.0, mlir::Type element = {});
   void EmitConvSum(const ConvSum& s);
@@ -239,6 +239,14 @@ class Lowerer {
   // ---- matmul (LowerMatmul.cpp) ----
 
   mlir::linalg::FillOp ZeroFillBefore(mlir::Operation* op, Value out);
+  // Matmuls whose operands are exact f32 widenings of bf16 / f16 buffers read those instead.
+  struct HalfOperands {
+    Hbm a, b;
+    mlir::Type element;
+  };
+  void FindHalfOperands(llvm::ArrayRef<mlir::Operation*> ops);
+  std::optional<Hbm> HalfSource(mlir::Operation* op, Value operand, mlir::linalg::GenericOp* widen);
+  llvm::DenseMap<mlir::Operation*, HalfOperands> half_operands_;
   LogicalResult LowerMatmul(mlir::Operation* op, bool batched);
   LogicalResult LowerFillZero(Value c);
 

@@ -11,7 +11,9 @@
 #include <utility>
 #include <vector>
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/IR/AffineMap.h"
 #include "mlir/IR/Builders.h"
 #include "mlir_lowering/trn/TrnDialect.h"
@@ -39,16 +41,87 @@ mlir::linalg::FillOp Lowerer::ZeroFillBefore(mlir::Operation* op, Value out) {
   return {};
 }
 
+// The bf16 / f16 buffer whose exact f32 widening `operand` (a scratch buffer) is, as an Hbm
+// indexed like `operand`: `operand` is a memref.alloc written by one generic `yield extf(x)`
+// (identity map on the alloc, parallel loops) that comes before `op`, and nothing between the
+// two writes the half buffer. `widen` is that generic. nullopt otherwise.
+std::optional<Hbm> Lowerer::HalfSource(mlir::Operation* op, Value operand, mlir::linalg::GenericOp* widen) {
+  auto alloc = operand.getDefiningOp<mlir::memref::AllocOp>();
+  if (!alloc || !alloc.getType().getElementType().isF32()) return std::nullopt;
+  mlir::linalg::GenericOp g;
+  for (mlir::Operation* user : operand.getUsers()) {
+    auto w = mlir::dyn_cast<mlir::linalg::GenericOp>(user);
+    if (!w || w.getNumDpsInits() != 1 || w.getDpsInitOperand(0)->get() != operand) continue;
+    if (g) return std::nullopt;  // written twice
+    g = w;
+  }
+  if (!g || g.getNumDpsInputs() != 1 || g->getBlock() != op->getBlock() || !g->isBeforeInBlock(op) ||
+      g.getNumReductionLoops() != 0 || !g.getIndexingMapsArray()[1].isIdentity()) {
+    return std::nullopt;
+  }
+  mlir::Block& body = g.getRegion().front();
+  auto yield = mlir::cast<mlir::linalg::YieldOp>(body.getTerminator());
+  auto ext = yield.getOperand(0).getDefiningOp<mlir::arith::ExtFOp>();
+  if (!ext || ext.getIn() != body.getArgument(0) || &body.front() != ext.getOperation()) return std::nullopt;
+  Value src = g.getDpsInputOperand(0)->get();
+  if (!(ElementOf(src).isBF16() || ElementOf(src).isF16())) return std::nullopt;
+  std::string why;
+  auto access = AccessOf(src, g.getIndexingMapsArray()[0], &why);
+  if (!access) return std::nullopt;
+  for (mlir::Operation* between = g->getNextNode(); between != op; between = between->getNextNode()) {
+    auto dps = mlir::dyn_cast<mlir::DestinationStyleOpInterface>(between);
+    for (Value v : between->getOperands()) {
+      std::optional<Hbm> h = HbmOf(v, &why);
+      const bool written = !dps || llvm::any_of(dps.getDpsInitOperands(), [&](mlir::OpOperand* o) { return o->get() == v; });
+      if (h && h->memref == access->hbm.memref && written && !mlir::isa<mlir::memref::DeallocOp>(between)) {
+        return std::nullopt;
+      }
+    }
+  }
+  *widen = g;
+  return Hbm{access->hbm.memref, access->stride, access->base};
+}
+
+// Matmuls of bf16 / f16 tensors reach the pass with both operands widened to f32 scratch buffers
+// (ops/contractions.cpp: so the host pipeline can compile the same module). TensorE takes the
+// half buffers themselves: the products are the same (exact in fp32, accumulated in fp32 PSUM),
+// with half the operand bytes and a quarter of the fp32 matmul time. A widening nothing else
+// reads is not lowered.
+void Lowerer::FindHalfOperands(llvm::ArrayRef<mlir::Operation*> ops) {
+  for (mlir::Operation* op : ops) {
+    if (!mlir::isa<mlir::linalg::MatmulOp, mlir::linalg::BatchMatmulOp>(op)) continue;
+    auto dps = mlir::cast<mlir::DestinationStyleOpInterface>(op);
+    Value a = dps.getDpsInputOperand(0)->get(), bm = dps.getDpsInputOperand(1)->get();
+    mlir::linalg::GenericOp wa, wb;
+    std::optional<Hbm> ha = HalfSource(op, a, &wa), hb = ha ? HalfSource(op, bm, &wb) : std::nullopt;
+    if (!hb || ElementOf(ha->memref) != ElementOf(hb->memref)) continue;
+    half_operands_[op] = HalfOperands{*ha, *hb, ElementOf(ha->memref)};
+    for (auto [v, w] : {std::make_pair(a, wa), std::make_pair(bm, wb)}) {
+      const bool only = llvm::all_of(v.getUsers(), [&](mlir::Operation* u) {
+        return u == op || u == w.getOperation() || mlir::isa<mlir::memref::DeallocOp>(u);
+      });
+      if (only) skipped_.insert(w);
+    }
+  }
+}
+
 LogicalResult Lowerer::LowerMatmul(mlir::Operation* op, bool batched) {
   auto dps = mlir::cast<mlir::DestinationStyleOpInterface>(op);
   Value a = dps.getDpsInputOperand(0)->get(), bm = dps.getDpsInputOperand(1)->get(), c = dps.getDpsInitOperand(0)->get();
-  const mlir::Type ta = ElementOf(a), tb = ElementOf(bm), tc = ElementOf(c);
-  if (ta != tb || !(ta.isF32() || ta.isBF16()) || !(tc.isF32() || tc.isBF16())) {
-    return refuse(op) << "matmul operands must be f32 or bf16 (and alike)";
+  auto half = half_operands_.find(op);
+  const mlir::Type ta = half != half_operands_.end() ? half->second.element : ElementOf(a);
+  const mlir::Type tb = half != half_operands_.end() ? half->second.element : ElementOf(bm), tc = ElementOf(c);
+  auto operand = [](mlir::Type t) { return t.isF32() || t.isBF16() || t.isF16(); };
+  if (ta != tb || !operand(ta) || !operand(tc)) {
+    return refuse(op) << "matmul operands must be f32, bf16 or f16 (and alike)";
   }
   std::string why;
   auto ha = HbmOf(a, &why), hb = HbmOf(bm, &why), hc = HbmOf(c, &why);
   if (!ha || !hb || !hc) return refuse(op) << why;
+  if (half != half_operands_.end()) {
+    ha = half->second.a;
+    hb = half->second.b;
+  }
   auto sa = a.getType().cast<mlir::MemRefType>().getShape(), sc = c.getType().cast<mlir::MemRefType>().getShape();
   const int o = batched ? 1 : 0;
   const int64_t batch = batched ? sa[0] : 1, m = sa[o], k = sa[o + 1], n = sc[o + 1];

@@ -112,8 +112,9 @@ LogicalResult Lowerer::LowerPool(mlir::linalg::GenericOp g) {
   };
   for (Value v : g->getOperands().drop_front(2)) {
     auto t = v.getType().dyn_cast<mlir::MemRefType>();
-    if (!t || !t.hasStaticShape() || !(t.getElementType().isF32() || t.getElementType().isInteger(64))) {
-      return refuse(g) << "pooling operands must be f32 (indices i64) memrefs of static shape";
+    const mlir::Type e = t ? t.getElementType() : mlir::Type();
+    if (!t || !t.hasStaticShape() || !(e.isF32() || e.isBF16() || e.isF16() || e.isInteger(64))) {
+      return refuse(g) << "pooling operands must be f32, bf16 or f16 (indices i64) memrefs of static shape";
     }
   }
   // Tensors: max forward (self | out, indices); max backward (grad_output, self, indices |

@@ -60,6 +60,12 @@ bool IsMatmulInput(mlir::Type t) { return t.isBF16() || t.isF16() || t.isF32(); 
 
 }  // namespace
 
+mlir::Type HbmTileType(mlir::Type t) {
+  if (t.isF64() || t.isBF16() || t.isF16()) return mlir::Float32Type::get(t.getContext());
+  if (t.isInteger(64)) return mlir::IntegerType::get(t.getContext(), 32);
+  return t;
+}
+
 void TrnDialect::initialize() {
   addTypes<
 #define GET_TYPEDEF_LIST
@@ -130,13 +136,11 @@ mlir::LogicalResult DmaCopyOp::verify() {
   }
   // The NeuronCore has no 64-bit types: f64 HBM buffers (runtime scalars, accumulators) hold
   // f32; i64 HBM buffers (torch's int64 tensors) are narrowed to i32 tiles and widened back by
-  // the DMA, as the Neuron compiler carries int64 as int32.
-  auto device = [](mlir::Type t) -> mlir::Type {
-    if (t.isF64()) return mlir::Float32Type::get(t.getContext());
-    if (t.isInteger(64)) return mlir::IntegerType::get(t.getContext(), 32);
-    return t;
-  };
-  if (device(a.element) != device(b.element)) {
+  // the DMA, as the Neuron compiler carries int64 as int32. bf16 / f16 HBM buffers move as they
+  // are (matmul operands) or widen to f32 tiles, rounded to nearest even when stored back.
+  const bool src_hbm = src.isa<mlir::MemRefType>();
+  const mlir::Type hbm = src_hbm ? a.element : b.element, tile = src_hbm ? b.element : a.element;
+  if (tile != hbm && tile != HbmTileType(hbm)) {
     return emitOpError("element types differ (") << a.element << " vs " << b.element
                                                    << "); DMA does not convert, use tensor_copy";
   }
@@ -170,12 +174,7 @@ mlir::LogicalResult VerifyIndirect(mlir::Operation* op, SbufTileType indices, Sb
                                                        << " per partition";
   }
   const mlir::Type table = table_value.getType().cast<mlir::MemRefType>().getElementType();
-  auto device = [](mlir::Type t) -> mlir::Type {  // as dma_copy: 64-bit HBM types narrow
-    if (t.isF64()) return mlir::Float32Type::get(t.getContext());
-    if (t.isInteger(64)) return mlir::IntegerType::get(t.getContext(), 32);
-    return t;
-  };
-  if (device(table) != tile.getElementType()) {
+  if (table != tile.getElementType() && HbmTileType(table) != tile.getElementType()) {  // as dma_copy
     return op->emitOpError("element types differ (") << table << " vs " << tile.getElementType() << ")";
   }
   return mlir::success();

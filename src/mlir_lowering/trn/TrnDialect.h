@@ -35,4 +35,9 @@ inline constexpr int64_t kPsumBankBytesPerPartition = 2048;
 // inserts them). The model's own assumption.
 inline constexpr int32_t kSemaphores = 32;
 
+// The element type a DMA may give a tile of an HBM element type `t` besides `t` itself: the
+// engines have no 64-bit types (f64 -> f32, i64 -> i32, as the Neuron compiler carries int64)
+// and compute bf16 / f16 in f32 (widened exactly, rounded to nearest even when stored).
+mlir::Type HbmTileType(mlir::Type t);
+
 }  // namespace trn::ir

@@ -463,6 +463,7 @@ void buildTrnPipeline(mlir::OpPassManager& pm, const std::string& target) {
 }
 
 void registerTrnPasses() {
+  mlir::registerPass([] { return createBf16TypesPass(); });
   mlir::registerPass([] { return createLowerLinalgToTrnPass(); });
   mlir::registerPass([] { return createAssignEnginesPass(); });
   mlir::registerPass([] { return createAllocateTilesPass("trn2"); });

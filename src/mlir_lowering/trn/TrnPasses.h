@@ -1,5 +1,8 @@
 // The trn pipeline: linalg on memrefs -> trn tiles and instructions -> an instruction stream.
 //
+//   trn-bf16-types      (before the group front, on tensors) bfloat16 written as i16 with integer
+//                       conversions, the host's form (mlir_text.h), -> bf16 with extf / truncf.
+//
 //   trn-lower-linalg    linalg.matmul / batch_matmul / fill / elementwise and reducing
 //                       linalg.generic -> trn ops on SBUF/PSUM tiles, tiled to 128 partitions
 //                       and the TensorE limits, with DMA between HBM (the memref arguments) and
@@ -27,6 +30,7 @@
 
 namespace trn::ir {
 
+std::unique_ptr<mlir::Pass> createBf16TypesPass();
 std::unique_ptr<mlir::Pass> createLowerLinalgToTrnPass();
 std::unique_ptr<mlir::Pass> createAssignEnginesPass();
 std::unique_ptr<mlir::Pass> createAllocateTilesPass(std::string target);

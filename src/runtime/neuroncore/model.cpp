@@ -282,7 +282,10 @@ class Core {
         if (functional) for (int64_t i = 0; i < src.partitions() * sf; ++i) {
           dst.SetD(i / df, i % df, src.GetD(i / sf, i % sf));  // casts (integers exactly), as [ISA] dma_copy
         }
-        return dma_ns(dst.partitions() * df * DTypeBytes(dst.dtype()), std::max(src.partitions(), dst.partitions()));
+        // Charged for the HBM side's bytes (a bf16 buffer widened into an f32 tile moves 2 bytes
+        // an element; SBUF to SBUF: the destination's).
+        const DType moved = src.hbm() ? src.dtype() : dst.dtype();
+        return dma_ns(dst.partitions() * df * DTypeBytes(moved), std::max(src.partitions(), dst.partitions()));
       }
       case Opcode::kDmaGather: {
         // dst partition p <- row indices[p] of the table (the source's "partitions" are its rows).

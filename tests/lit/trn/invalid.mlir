@@ -191,6 +191,23 @@ func.func @dma_i64_to_f32(%a: memref<128x4xi64>, %t: !trn.sbuf<128, [4], f32>) {
 
 // -----
 
+// bf16 / f16 HBM elements move as they are or widen to f32 tiles; nothing else.
+func.func @dma_bf16_to_f16(%a: memref<128x4xbf16>, %t: !trn.sbuf<128, [4], f16>) {
+  // expected-error @+1 {{element types differ}}
+  trn.dma_copy %a, %t : memref<128x4xbf16>, !trn.sbuf<128, [4], f16>
+  return
+}
+
+// -----
+
+func.func @dma_bf16_tile_to_f16(%t: !trn.sbuf<128, [4], bf16>, %a: memref<128x4xf16>) {
+  // expected-error @+1 {{element types differ}}
+  trn.dma_copy %t, %a : !trn.sbuf<128, [4], bf16>, memref<128x4xf16>
+  return
+}
+
+// -----
+
 func.func @gather_float_indices(%t: memref<100x8xf32>, %i: !trn.sbuf<4, [1], f32>, %d: !trn.sbuf<4, [8], f32>) {
   // expected-error @+1 {{indices are one i32 per partition}}
   trn.dma_gather %t, %i, %d {hbm_offset = 0 : i64, hbm_sizes = array<i64: 100, 8>, hbm_strides = array<i64: 8, 1>} : memref<100x8xf32>, !trn.sbuf<4, [1], f32>, !trn.sbuf<4, [8], f32>
