@@ -33,7 +33,12 @@ def check(fn, *inputs, runs=3):
     for _ in range(runs):
         got = fn(*[t.clone() for t in dev])
         for g, w in zip(got, want):
-            torch.testing.assert_close(g.cpu(), w, rtol=2e-6, atol=1e-6)
+            # atol: arith's f subtracts terms of ~5 (an ulp is 4.8e-7) down to ~1e-2, and ATen's
+            # own sqrt is MKL VML's (mkl_vml_kernel_sSqrt_EXHAynn), which on this AVX-512 AMD EPYC
+            # differs from the correctly rounded square root (the tier's, and ATen's vector code's)
+            # by an ulp in 18 % of elements: one ulp in each term of f's sum came to 1.4e-6 in f
+            # (the machine of earlier sessions stayed within 1e-6).
+            torch.testing.assert_close(g.cpu(), w, rtol=2e-6, atol=4e-6)
 def report():
     torch_trn.sync()
     s = torch_trn.stats()
