@@ -541,8 +541,11 @@ absl::Status GroupLowering::Check(const View& bad, std::string message, runtime:
 absl::Status GroupLowering::Extern() {
   const runtime::OpRecord& r = current();
   const c10::FunctionSchema& schema = r.op.schema();
+  // In place only the scatter-adds into self (the runtime starts the result from self's value:
+  // compiled_run.cpp; the trn pipeline copies it: trn/LowerGather.cpp).
+  const bool into_self = schema.name() == "aten::index_add_" || schema.name() == "aten::scatter_add_";
   for (size_t j = 0; j < r.args.size(); ++j) {
-    if (runtime::WritesArg(schema, j) && !schema.arguments()[j].is_out()) {
+    if (runtime::WritesArg(schema, j) && !schema.arguments()[j].is_out() && !(into_self && j == 0)) {
       return absl::UnimplementedError("runtime calls cannot mutate arguments in place");
     }
   }

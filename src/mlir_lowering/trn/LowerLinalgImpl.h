@@ -217,6 +217,7 @@ class Lowerer {
   static bool IsGather(mlir::linalg::GenericOp g);
   LogicalResult LowerGather(mlir::linalg::GenericOp g);
   LogicalResult LowerEmbeddingBackward(mlir::linalg::GenericOp g);
+  LogicalResult LowerIndexAdd(mlir::linalg::GenericOp g);
 
   // ---- convolutions: forward, grad input, grad weight, grad bias (LowerConv.cpp) ----
 
