@@ -658,6 +658,11 @@ void GroupLowering::EmitExtern(const std::vector<View>& reads, const std::vector
   for (size_t i = 0; i < dests.size(); ++i) perms.push_back("array<i64>");
   std::string attrs =
       permuted ? absl::StrCat(", ", kExternPermsAttr, " = [", absl::StrJoin(perms, ", "), "]") : "";
+  std::vector<int64_t> rows;  // for scatter_add only (trn/LowerGather.cpp)
+  for (size_t i = 0; i < reads.size() && current().op.schema().name().rfind("aten::scatter_add", 0) == 0; ++i) {
+    if (reads[i].rank() >= 2 && reads[i].VariesAlongFirstOnly()) rows.push_back(static_cast<int64_t>(i));
+  }
+  if (!rows.empty()) absl::StrAppend(&attrs, ", ", kExternRowsAttr, " = array<i64: ", absl::StrJoin(rows, ", "), ">");
   // What the call computes, for the trn pipeline's own lowerings: int and bool arguments, and
   // int / bool list arguments (an absent optional list as an empty one), in schema order.
   std::vector<int64_t> ints;

@@ -1,5 +1,5 @@
-"""NEURON_TARGET=trn2: embedding backward and index_add (scatter-adds by index) and integer
-division run on the modeled NeuronCore, with results equal to PyTorch CPU's.
+"""NEURON_TARGET=trn2: embedding backward, index_add and scatter_add (scatter-adds by index) and
+integer division run on the modeled NeuronCore, with results equal to PyTorch CPU's.
 
 Each test runs a fresh process (the target is read at import) in compile mode and checks the
 values against the same ops on CPU (exactly: the scatter adds rows in index order as ATen's CPU
@@ -55,6 +55,45 @@ def test_index_add_on_trn2():
     assert dev["ops_on_host"] == 0 and dev["trn_internal_failures"] == 0, dev
     assert not dev["host_group_reasons"], dev["host_group_reasons"]
     assert out["host_ops"] == 3 and out["host_failures"] == 0, out
+
+
+def test_scatter_add_rows_on_trn2():
+    # scatter_add_ / scatter_add along dim 0 where it is a row scatter (the same dma_scatter_add):
+    # 1-D (src longer than index), 2-D with an index expanded along dim 1 from an input or from a
+    # value computed in the group, narrower than self and src; repeated and > 128 indices, bit for
+    # bit as CPU. A general 2-D index (varying along dim 1) runs on the host, as exactly.
+    out = last_json(run_python("""
+        import json, torch, torch_trn
+        g = torch.Generator().manual_seed(0)
+        x = torch.randn(50, 16, generator=g); src = torch.randn(300, 20, generator=g)
+        idx = torch.randint(0, 50, (300,), generator=g); idx[:9] = 4
+        def f(dev):
+            X, I, S = x.to(dev), idx.to(dev), src.to(dev)
+            return {
+                "inplace": X.clone().scatter_add_(0, I.view(-1, 1).expand(-1, 16), S[:, :16].contiguous()) * 1,
+                "narrow": torch.scatter_add(X * 2, 0, I[:200].unsqueeze(1).expand(200, 5), S),
+                "computed": torch.scatter_add(X, 0, (I % 50).unsqueeze(1).expand(-1, 16), S[:, 4:].contiguous()),
+                "1d": torch.zeros(7, device=dev).scatter_add_(0, I[:40] % 7, S[:, 0].contiguous()),
+            }
+        def general(dev):
+            return torch.zeros(5, 4, device=dev).scatter_add_(0, (idx[:12] % 5).view(3, 4).to(dev), src[:3, :4].to(dev))
+        ref = {k: v.cpu() for k, v in f("cpu").items()}
+        torch_trn.reset_stats()
+        got = {k: v.cpu() for k, v in f("neuron").items()}
+        d = torch_trn.stats()["device"]
+        eq = {k: torch.equal(got[k], ref[k]) for k in ref}
+        torch_trn.reset_stats()
+        eq["general"] = torch.equal(general("neuron").cpu(), general("cpu"))
+        h = torch_trn.stats()["device"]
+        print(json.dumps({"equal": eq, "dev": d, "host_ops": h["ops_on_host"],
+                          "host_failures": h["trn_internal_failures"]}))
+    """, env=TRN))
+    assert all(out["equal"].values()), out["equal"]
+    dev = out["dev"]
+    assert "aten::scatter_add_" in ran_on_core(dev) and "aten::scatter_add" in ran_on_core(dev), dev["ops_by_name"]
+    assert dev["ops_on_host"] == 0 and dev["trn_internal_failures"] == 0, dev
+    assert not dev["host_group_reasons"], dev["host_group_reasons"]
+    assert out["host_ops"] == 1 and out["host_failures"] == 0, out
 
 
 def test_index_add_index_out_of_range_is_an_index_error(tmp_path):
