@@ -123,7 +123,8 @@ bool LoweringRegistry::TrnAcceptsCall(const runtime::OpRecord& r, std::string* w
                            r.args[0].toTensor().scalar_type() == at::kFloat &&
                            r.args[3].toTensor().scalar_type() == at::kFloat && r.args[0].toTensor().is_contiguous() &&
                            r.args[3].toTensor().is_contiguous();
-    const bool row_index = rank == 1 || r.args[2].toTensor().stride(1) == 0 || r.args[2].toTensor().size(1) == 1;
+    const bool row_index = f32_dense && (rank == 1 || r.args[2].toTensor().stride(1) == 0 ||
+                                         r.args[2].toTensor().size(1) == 1);
     if (!f32_dense || !row_index || (dim != 0 && dim != -rank)) {
       *why = "scatter_add other than rows along dim 0 of dense f32 tensors (no trn lowering)";
       return false;
