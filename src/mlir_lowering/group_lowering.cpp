@@ -541,8 +541,11 @@ absl::Status GroupLowering::Check(const View& bad, std::string message, runtime:
 absl::Status GroupLowering::Extern() {
   const runtime::OpRecord& r = current();
   const c10::FunctionSchema& schema = r.op.schema();
+  // In place only the scatter-adds into self (the runtime starts the result from self's value:
+  // compiled_run.cpp; the trn pipeline copies it: trn/LowerGather.cpp).
+  const bool into_self = schema.name() == "aten::index_add_" || schema.name() == "aten::scatter_add_";
   for (size_t j = 0; j < r.args.size(); ++j) {
-    if (runtime::WritesArg(schema, j) && !schema.arguments()[j].is_out()) {
+    if (runtime::WritesArg(schema, j) && !schema.arguments()[j].is_out() && !(into_self && j == 0)) {
       return absl::UnimplementedError("runtime calls cannot mutate arguments in place");
     }
   }
@@ -655,6 +658,11 @@ void GroupLowering::EmitExtern(const std::vector<View>& reads, const std::vector
   for (size_t i = 0; i < dests.size(); ++i) perms.push_back("array<i64>");
   std::string attrs =
       permuted ? absl::StrCat(", ", kExternPermsAttr, " = [", absl::StrJoin(perms, ", "), "]") : "";
+  std::vector<int64_t> rows;  // for scatter_add only (trn/LowerGather.cpp)
+  for (size_t i = 0; i < reads.size() && current().op.schema().name().rfind("aten::scatter_add", 0) == 0; ++i) {
+    if (reads[i].rank() >= 2 && reads[i].VariesAlongFirstOnly()) rows.push_back(static_cast<int64_t>(i));
+  }
+  if (!rows.empty()) absl::StrAppend(&attrs, ", ", kExternRowsAttr, " = array<i64: ", absl::StrJoin(rows, ", "), ">");
   // What the call computes, for the trn pipeline's own lowerings: int and bool arguments, and
   // int / bool list arguments (an absent optional list as an empty one), in schema order.
   std::vector<int64_t> ints;

@@ -85,6 +85,8 @@ struct View {
   // Whether the view is its whole base with the dimensions reordered (a transpose, permute):
   // then `perm[d]` is the base dimension that view dimension d walks, as in Tensor::permute.
   bool IsPermutation(std::vector<int64_t>* perm) const;
+  // Whether element d depends on d[0] only (a column expanded along the other dimensions).
+  bool VariesAlongFirstOnly() const;
   int64_t rank() const { return static_cast<int64_t>(sizes.size()); }
 };
 

@@ -277,6 +277,15 @@ bool View::IsPermutation(std::vector<int64_t>* perm) const {
   return true;
 }
 
+bool View::VariesAlongFirstOnly() const {
+  for (const AffineTerm& t : map) {
+    for (const auto& [d, coeff] : t.coeffs) {
+      if (d != 0 && coeff != 0 && sizes[static_cast<size_t>(d)] != 1) return false;
+    }
+  }
+  return true;
+}
+
 bool View::IsWhole() const {
   if (sizes != base_shape) {
     return false;

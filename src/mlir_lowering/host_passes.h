@@ -35,6 +35,10 @@ inline constexpr const char kExternIntsAttr[] = "trn.extern_ints";
 //    order, an absent optional argument (None) as an empty array (bools as 0 / 1; bool and int
 //    arguments are in trn.extern_ints, bools as 0 / 1).
 inline constexpr const char kExternListsAttr[] = "trn.extern_lists";
+//  - `trn.extern_rows` (array<i64>, absent when empty): the positions among the call's tensor
+//    operands of those of rank >= 2 whose values depend on the first index only (a row index
+//    expanded along the other dimensions: scatter_add as a row scatter, LowerGather.cpp).
+inline constexpr const char kExternRowsAttr[] = "trn.extern_rows";
 //  - `trn.tied_input` (i64) on a public function's result: the caller binds this result's buffer
 //    to the very view it passes as that argument (an in-place update the group lowering did not
 //    stage); see createTieInPlacePass.

@@ -69,7 +69,7 @@ bool LoweringRegistry::TrnLowers(absl::string_view name) const {
   if (lowering->runtime_call) {
     return name == "aten::mm" || name == "aten::addmm" || name == "aten::bmm" || name == "aten::baddbmm" ||
            name == "aten::embedding" || name == "aten::index_select" || name == "aten::embedding_dense_backward" ||
-           name == "aten::convolution" ||
+           name == "aten::index_add" || name == "aten::scatter_add" || name == "aten::convolution" ||
            name == "aten::convolution_backward" || name == "aten::max_pool2d_with_indices" ||
            name == "aten::max_pool2d_with_indices_backward" || name == "aten::avg_pool2d" ||
            name == "aten::avg_pool2d_backward" || name == "aten::adaptive_avg_pool2d" ||
@@ -102,6 +102,33 @@ bool LoweringRegistry::TrnAcceptsCall(const runtime::OpRecord& r, std::string* w
                                              !r.args[0].toTensor().is_contiguous())))) {
     *why = "embedding backward with scale_grad_by_freq, strided or not f32 (no trn lowering)";
     return false;
+  }
+  // index_add(self, dim, index, source, alpha) (trn/LowerGather.cpp): row-wise along dim 0,
+  // f32, alpha 1 (an exact add), self and source dense.
+  if (name == "aten::index_add" || name == "aten::index_add_") {
+    const int64_t rank = Rank(r, 0), dim = IntArg(r, 1, 1);
+    const bool f32_dense = rank >= 1 && Rank(r, 3) == rank && r.args[0].toTensor().scalar_type() == at::kFloat &&
+                           r.args[3].toTensor().scalar_type() == at::kFloat && r.args[0].toTensor().is_contiguous() &&
+                           r.args[3].toTensor().is_contiguous();
+    if (!f32_dense || (dim != 0 && dim != -rank) || r.args.size() < 5 || !r.args[4].isInt() || r.args[4].toInt() != 1) {
+      *why = "index_add other than along dim 0 of dense f32 tensors with alpha 1 (no trn lowering)";
+      return false;
+    }
+  }
+  // scatter_add(self, dim, index, src) as a row scatter: dim 0 of a dense 1-D or 2-D f32 self,
+  // a 2-D index expanded along dim 1 (stride 0: the same row index for every column).
+  if (name == "aten::scatter_add" || name == "aten::scatter_add_") {
+    const int64_t rank = Rank(r, 0), dim = IntArg(r, 1, 1);
+    const bool f32_dense = (rank == 1 || rank == 2) && Rank(r, 2) == rank && Rank(r, 3) == rank &&
+                           r.args[0].toTensor().scalar_type() == at::kFloat &&
+                           r.args[3].toTensor().scalar_type() == at::kFloat && r.args[0].toTensor().is_contiguous() &&
+                           r.args[3].toTensor().is_contiguous();
+    const bool row_index = f32_dense && (rank == 1 || r.args[2].toTensor().stride(1) == 0 ||
+                                         r.args[2].toTensor().size(1) == 1);
+    if (!f32_dense || !row_index || (dim != 0 && dim != -rank)) {
+      *why = "scatter_add other than rows along dim 0 of dense f32 tensors (no trn lowering)";
+      return false;
+    }
   }
   if (name == "aten::index_select") {
     const int64_t rank = Rank(r, 0), dim = IntArg(r, 1, 1);

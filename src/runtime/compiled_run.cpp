@@ -92,6 +92,19 @@ void RunExtern(int64_t ctx_bits, int64_t op_index, void* const* descs, int n) {
       break;
     }
     at::Tensor buffer = FromDescriptor(descs[k++], dest);
+    if (out_arg && !schema.arguments()[j].is_out()) {
+      // In place (index_add_, scatter_add_: GroupLowering::Extern): the result buffer starts
+      // from the value the call read for self.
+      try {
+        c10::impl::ExcludeDispatchKeyGuard no_autograd(c10::autograd_dispatch_keyset_with_ADInplaceOrView);
+        const at::Tensor& self = args[j].toTensor();
+        if (self.data_ptr() != buffer.data_ptr()) buffer.copy_(self);
+      } catch (...) {
+        ctx->status = StatusFromCurrentException();
+        ctx->failed_op = op_index;
+        return;
+      }
+    }
     if (out_arg) {
       args[j] = buffer;
     } else {

@@ -1,5 +1,5 @@
-"""NEURON_TARGET=trn2: embedding backward (a scatter-add by index) and integer division run on
-the modeled NeuronCore, with results equal to PyTorch CPU's.
+"""NEURON_TARGET=trn2: embedding backward, index_add and scatter_add (scatter-adds by index) and
+integer division run on the modeled NeuronCore, with results equal to PyTorch CPU's.
 
 Each test runs a fresh process (the target is read at import) in compile mode and checks the
 values against the same ops on CPU (exactly: the scatter adds rows in index order as ATen's CPU
@@ -11,6 +11,109 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from helpers import TRN, last_json, ran_on_core, run_python  # noqa: E402
+
+
+def test_index_add_on_trn2():
+    # index_add_ / index_add along dim 0 with alpha 1 (dma_scatter_add onto a copy of self):
+    # repeated indices (added in index order, bit for bit as CPU), > 128 indices, int32 indices,
+    # 1-D and 3-D self, rows wider than one chunk (2048), the result of a fused op as self. Along
+    # dim 1, with alpha 2 or in f64 the op is refused and runs on the host, as exactly.
+    out = last_json(run_python("""
+        import json, torch, torch_trn
+        g = torch.Generator().manual_seed(0)
+        def case(shape, n, dtype=torch.float32, idx_dtype=torch.long):
+            x = torch.randn(*shape, generator=g, dtype=dtype)
+            src = torch.randn(n, *shape[1:], generator=g, dtype=dtype)
+            idx = torch.randint(0, shape[0], (n,), generator=g).to(idx_dtype)
+            idx[:9] = shape[0] // 2                            # a row hit many times
+            return x, idx, src
+        on_core = {"inplace": case((50, 16), 300), "int32": case((40, 8), 20, idx_dtype=torch.int32),
+                   "1d": case((7,), 40), "3d": case((10, 2, 3), 25), "wide": case((6, 2100), 12)}
+        def run(dev, cases, fn):
+            return {k: fn(*(t.clone().to(dev) for t in v)).cpu() for k, v in cases.items()}
+        inplace = lambda x, i, s: x.index_add_(0, i, s) * 1
+        fused = lambda x, i, s: torch.index_add(x * 2, 0, i, s)
+        ref, ref_f = run("cpu", on_core, inplace), run("cpu", on_core, fused)
+        torch_trn.reset_stats()
+        got, got_f = run("neuron", on_core, inplace), run("neuron", on_core, fused)
+        d = torch_trn.stats()["device"]
+        eq = {k: torch.equal(got[k], ref[k]) for k in ref}
+        eq.update({"fused_" + k: torch.equal(got_f[k], ref_f[k]) for k in ref})
+        x, idx, src = case((5, 6), 4)
+        host = {"dim1": lambda dev: x.clone().to(dev).index_add_(1, idx.to(dev) % 6, src[:, :5].t().contiguous().to(dev)),
+                "alpha": lambda dev: x.clone().to(dev).index_add_(0, idx.to(dev), src.to(dev), alpha=2),
+                "f64": lambda dev: x.double().clone().to(dev).index_add_(0, idx.to(dev), src.double().to(dev))}
+        torch_trn.reset_stats()
+        eq.update({k: torch.equal(f("neuron").cpu(), f("cpu")) for k, f in host.items()})
+        h = torch_trn.stats()["device"]
+        print(json.dumps({"equal": eq, "dev": d, "host_ops": h["ops_on_host"],
+                          "host_failures": h["trn_internal_failures"]}))
+    """, env=TRN))
+    assert all(out["equal"].values()), out["equal"]
+    dev = out["dev"]
+    assert "aten::index_add_" in ran_on_core(dev) and "aten::index_add" in ran_on_core(dev), dev["ops_by_name"]
+    assert dev["ops_on_host"] == 0 and dev["trn_internal_failures"] == 0, dev
+    assert not dev["host_group_reasons"], dev["host_group_reasons"]
+    assert out["host_ops"] == 3 and out["host_failures"] == 0, out
+
+
+def test_scatter_add_rows_on_trn2():
+    # scatter_add_ / scatter_add along dim 0 where it is a row scatter (the same dma_scatter_add):
+    # 1-D (src longer than index), 2-D with an index expanded along dim 1 from an input or from a
+    # value computed in the group, narrower than self and src; repeated and > 128 indices, bit for
+    # bit as CPU. A general 2-D index (varying along dim 1) runs on the host, as exactly.
+    out = last_json(run_python("""
+        import json, torch, torch_trn
+        g = torch.Generator().manual_seed(0)
+        x = torch.randn(50, 16, generator=g); src = torch.randn(300, 20, generator=g)
+        idx = torch.randint(0, 50, (300,), generator=g); idx[:9] = 4
+        def f(dev):
+            X, I, S = x.to(dev), idx.to(dev), src.to(dev)
+            return {
+                "inplace": X.clone().scatter_add_(0, I.view(-1, 1).expand(-1, 16), S[:, :16].contiguous()) * 1,
+                "narrow": torch.scatter_add(X * 2, 0, I[:200].unsqueeze(1).expand(200, 5), S),
+                "computed": torch.scatter_add(X, 0, (I % 50).unsqueeze(1).expand(-1, 16), S[:, 4:].contiguous()),
+                "1d": torch.zeros(7, device=dev).scatter_add_(0, I[:40] % 7, S[:, 0].contiguous()),
+            }
+        def general(dev):
+            return torch.zeros(5, 4, device=dev).scatter_add_(0, (idx[:12] % 5).view(3, 4).to(dev), src[:3, :4].to(dev))
+        ref = {k: v.cpu() for k, v in f("cpu").items()}
+        torch_trn.reset_stats()
+        got = {k: v.cpu() for k, v in f("neuron").items()}
+        d = torch_trn.stats()["device"]
+        eq = {k: torch.equal(got[k], ref[k]) for k in ref}
+        torch_trn.reset_stats()
+        eq["general"] = torch.equal(general("neuron").cpu(), general("cpu"))
+        h = torch_trn.stats()["device"]
+        print(json.dumps({"equal": eq, "dev": d, "host_ops": h["ops_on_host"],
+                          "host_failures": h["trn_internal_failures"]}))
+    """, env=TRN))
+    assert all(out["equal"].values()), out["equal"]
+    dev = out["dev"]
+    assert "aten::scatter_add_" in ran_on_core(dev) and "aten::scatter_add" in ran_on_core(dev), dev["ops_by_name"]
+    assert dev["ops_on_host"] == 0 and dev["trn_internal_failures"] == 0, dev
+    assert not dev["host_group_reasons"], dev["host_group_reasons"]
+    assert out["host_ops"] == 1 and out["host_failures"] == 0, out
+
+
+def test_index_add_index_out_of_range_is_an_index_error(tmp_path):
+    # As on CPU: IndexError "index out of range in self" (from the dma_scatter_add instruction), naming
+    # the op and the model's line (4, in the exec'd script).
+    script = tmp_path / "oob.py"
+    script.write_text(
+        "import torch, torch_trn\n"
+        "x = torch.zeros(10, 4).to('neuron')\n"
+        "try:\n"
+        "    x.index_add_(0, torch.tensor([1, 10]).to('neuron'), torch.ones(2, 4).to('neuron')); x.cpu()\n"
+        "except IndexError as e:\n"
+        "    print('INDEXERROR', e)\n"
+        "print('STATS', torch_trn.stats()['device']['trn_internal_failures'])\n")
+    proc = run_python(f"exec(open({str(script)!r}).read())", env=TRN)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "INDEXERROR" in proc.stdout and "index out of range in self" in proc.stdout, proc.stdout + proc.stderr[-2000:]
+    assert "aten::index_add_ at <string>:4" in proc.stdout, proc.stdout
+    assert "NeuronCore model" in proc.stdout, proc.stdout  # raised on the core, not by ATen
+    assert "STATS 0" in proc.stdout, proc.stdout
 
 
 def test_embedding_backward_on_trn2():

@@ -212,11 +212,13 @@ class Lowerer {
   LogicalResult LowerIndex(mlir::linalg::IndexOp op, const TileSpace& t, llvm::DenseMap<Value, Val>& vals);
   Val IntDivide(bool remainder, bool floor, const Val& a, const Val& b, const TileSpace& t);
 
-  // ---- gathers and scatters: embedding, index_select, embedding backward (LowerGather.cpp) ----
+  // ---- gathers and scatters: embedding, index_select, and by dma_scatter_add embedding backward,
+  //      index_add, scatter_add (LowerGather.cpp) ----
 
   static bool IsGather(mlir::linalg::GenericOp g);
   LogicalResult LowerGather(mlir::linalg::GenericOp g);
   LogicalResult LowerEmbeddingBackward(mlir::linalg::GenericOp g);
+  LogicalResult LowerIndexAdd(mlir::linalg::GenericOp g);
 
   // ---- convolutions: forward, grad input, grad weight, grad bias (LowerConv.cpp) ----
 

@@ -81,3 +81,65 @@ func.func @embedding_backward_freq(%g: memref<4x8xf32>, %ids: memref<4xi64>, %ou
   }
   return
 }
+
+// -----
+
+// index_add is lowered along dim 0 with alpha 1 only (the group then runs as host code).
+func.func @index_add_dim1(%x: memref<4x8xf32>, %ids: memref<3xi64>, %src: memref<4x3xf32>, %out: memref<4x8xf32>) {
+  %ctx = arith.constant 0 : i64
+  %k = arith.constant 0 : i64
+  // expected-error @+1 {{index_add along a dimension other than the first (no trn lowering)}}
+  linalg.generic {indexing_maps = [affine_map<() -> ()>, affine_map<() -> ()>, affine_map<() -> (0, 0)>, affine_map<() -> (0)>, affine_map<() -> (0, 0)>, affine_map<() -> (0, 0)>],
+                  iterator_types = [], library_call = "trn_ext4_0", trn.extern_op = "aten::index_add", trn.extern_ints = array<i64: 1, 1>}
+      ins(%ctx, %k, %x, %ids, %src : i64, i64, memref<4x8xf32>, memref<3xi64>, memref<4x3xf32>) outs(%out : memref<4x8xf32>) {
+  ^bb0(%c: i64, %i: i64, %a: f32, %b: i64, %s: f32, %o: f32):
+    linalg.yield %o : f32
+  }
+  return
+}
+
+// -----
+
+func.func @index_add_alpha(%x: memref<4x8xf32>, %ids: memref<3xi64>, %src: memref<3x8xf32>, %out: memref<4x8xf32>) {
+  %ctx = arith.constant 0 : i64
+  %k = arith.constant 0 : i64
+  // expected-error @+1 {{index_add with alpha other than 1 (no trn lowering)}}
+  linalg.generic {indexing_maps = [affine_map<() -> ()>, affine_map<() -> ()>, affine_map<() -> (0, 0)>, affine_map<() -> (0)>, affine_map<() -> (0, 0)>, affine_map<() -> (0, 0)>],
+                  iterator_types = [], library_call = "trn_ext4_0", trn.extern_op = "aten::index_add_", trn.extern_ints = array<i64: 0, 2>}
+      ins(%ctx, %k, %x, %ids, %src : i64, i64, memref<4x8xf32>, memref<3xi64>, memref<3x8xf32>) outs(%out : memref<4x8xf32>) {
+  ^bb0(%c: i64, %i: i64, %a: f32, %b: i64, %s: f32, %o: f32):
+    linalg.yield %o : f32
+  }
+  return
+}
+
+// -----
+
+func.func @index_add_f64(%x: memref<4x8xf64>, %ids: memref<3xi64>, %src: memref<3x8xf64>, %out: memref<4x8xf64>) {
+  %ctx = arith.constant 0 : i64
+  %k = arith.constant 0 : i64
+  // expected-error @+1 {{index_add of a type other than f32 (no trn lowering)}}
+  linalg.generic {indexing_maps = [affine_map<() -> ()>, affine_map<() -> ()>, affine_map<() -> (0, 0)>, affine_map<() -> (0)>, affine_map<() -> (0, 0)>, affine_map<() -> (0, 0)>],
+                  iterator_types = [], library_call = "trn_ext4_0", trn.extern_op = "aten::index_add_", trn.extern_ints = array<i64: 0, 1>}
+      ins(%ctx, %k, %x, %ids, %src : i64, i64, memref<4x8xf64>, memref<3xi64>, memref<3x8xf64>) outs(%out : memref<4x8xf64>) {
+  ^bb0(%c: i64, %i: i64, %a: f64, %b: i64, %s: f64, %o: f64):
+    linalg.yield %o : f64
+  }
+  return
+}
+
+// -----
+
+// scatter_add with an index that may vary along dim 1 is no row scatter: refused.
+func.func @scatter_add_general_index(%x: memref<5x4xf32>, %ids: memref<3x4xi64>, %src: memref<3x4xf32>, %out: memref<5x4xf32>) {
+  %ctx = arith.constant 0 : i64
+  %k = arith.constant 0 : i64
+  // expected-error @+1 {{scatter_add whose index is not a row index of a 1-D or 2-D tensor (no trn lowering)}}
+  linalg.generic {indexing_maps = [affine_map<() -> ()>, affine_map<() -> ()>, affine_map<() -> (0, 0)>, affine_map<() -> (0, 0)>, affine_map<() -> (0, 0)>, affine_map<() -> (0, 0)>],
+                  iterator_types = [], library_call = "trn_ext4_0", trn.extern_op = "aten::scatter_add", trn.extern_ints = array<i64: 0>}
+      ins(%ctx, %k, %x, %ids, %src : i64, i64, memref<5x4xf32>, memref<3x4xi64>, memref<3x4xf32>) outs(%out : memref<5x4xf32>) {
+  ^bb0(%c: i64, %i: i64, %a: f32, %b: i64, %s: f32, %o: f32):
+    linalg.yield %o : f32
+  }
+  return
+}
