@@ -13,6 +13,17 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from helpers import TRN, last_json, ran_on_core, run_python  # noqa: E402
 
 
+def assert_scatter_run(out, op, refused_on_host):
+    """Every result equal to CPU; `op` and `op`_ ran on the modeled core with nothing on the host
+    and no internal failure; the refused cases ran on the host (`refused_on_host` ops)."""
+    assert all(out["equal"].values()), out["equal"]
+    dev = out["dev"]
+    assert op + "_" in ran_on_core(dev) and op in ran_on_core(dev), dev["ops_by_name"]
+    assert dev["ops_on_host"] == 0 and dev["trn_internal_failures"] == 0, dev
+    assert not dev["host_group_reasons"], dev["host_group_reasons"]
+    assert out["host_ops"] == refused_on_host and out["host_failures"] == 0, out
+
+
 def test_index_add_on_trn2():
     # index_add_ / index_add along dim 0 with alpha 1 (dma_scatter_add onto a copy of self):
     # repeated indices (added in index order, bit for bit as CPU), > 128 indices, int32 indices,
@@ -49,12 +60,7 @@ def test_index_add_on_trn2():
         print(json.dumps({"equal": eq, "dev": d, "host_ops": h["ops_on_host"],
                           "host_failures": h["trn_internal_failures"]}))
     """, env=TRN))
-    assert all(out["equal"].values()), out["equal"]
-    dev = out["dev"]
-    assert "aten::index_add_" in ran_on_core(dev) and "aten::index_add" in ran_on_core(dev), dev["ops_by_name"]
-    assert dev["ops_on_host"] == 0 and dev["trn_internal_failures"] == 0, dev
-    assert not dev["host_group_reasons"], dev["host_group_reasons"]
-    assert out["host_ops"] == 3 and out["host_failures"] == 0, out
+    assert_scatter_run(out, "aten::index_add", refused_on_host=3)
 
 
 def test_scatter_add_rows_on_trn2():
@@ -88,12 +94,7 @@ def test_scatter_add_rows_on_trn2():
         print(json.dumps({"equal": eq, "dev": d, "host_ops": h["ops_on_host"],
                           "host_failures": h["trn_internal_failures"]}))
     """, env=TRN))
-    assert all(out["equal"].values()), out["equal"]
-    dev = out["dev"]
-    assert "aten::scatter_add_" in ran_on_core(dev) and "aten::scatter_add" in ran_on_core(dev), dev["ops_by_name"]
-    assert dev["ops_on_host"] == 0 and dev["trn_internal_failures"] == 0, dev
-    assert not dev["host_group_reasons"], dev["host_group_reasons"]
-    assert out["host_ops"] == 1 and out["host_failures"] == 0, out
+    assert_scatter_run(out, "aten::scatter_add", refused_on_host=1)
 
 
 def test_index_add_index_out_of_range_is_an_index_error(tmp_path):
