@@ -659,8 +659,10 @@ void GroupLowering::EmitExtern(const std::vector<View>& reads, const std::vector
   std::string attrs =
       permuted ? absl::StrCat(", ", kExternPermsAttr, " = [", absl::StrJoin(perms, ", "), "]") : "";
   std::vector<int64_t> rows;  // for scatter_add only (trn/LowerGather.cpp)
-  for (size_t i = 0; i < reads.size() && current().op.schema().name().rfind("aten::scatter_add", 0) == 0; ++i) {
-    if (reads[i].rank() >= 2 && reads[i].VariesAlongFirstOnly()) rows.push_back(static_cast<int64_t>(i));
+  if (current().op.schema().name().rfind("aten::scatter_add", 0) == 0) {
+    for (size_t i = 0; i < reads.size(); ++i) {
+      if (reads[i].rank() >= 2 && reads[i].VariesAlongFirstOnly()) rows.push_back(static_cast<int64_t>(i));
+    }
   }
   if (!rows.empty()) absl::StrAppend(&attrs, ", ", kExternRowsAttr, " = array<i64: ", absl::StrJoin(rows, ", "), ">");
   // What the call computes, for the trn pipeline's own lowerings: int and bool arguments, and

@@ -87,6 +87,11 @@ bool BoolArg(const runtime::OpRecord& r, size_t j) { return j < r.args.size() &&
 int64_t Rank(const runtime::OpRecord& r, size_t j) {
   return j < r.args.size() && r.args[j].isTensor() ? r.args[j].toTensor().dim() : -1;
 }
+// Whether argument j is a contiguous float32 tensor.
+bool DenseF32(const runtime::OpRecord& r, size_t j) {
+  return j < r.args.size() && r.args[j].isTensor() && r.args[j].toTensor().scalar_type() == at::kFloat &&
+         r.args[j].toTensor().is_contiguous();
+}
 
 }  // namespace
 
@@ -98,8 +103,7 @@ bool LoweringRegistry::TrnAcceptsCall(const runtime::OpRecord& r, std::string* w
   }
   // embedding_dense_backward(grad_output, indices, num_weights, padding_idx, scale_grad_by_freq).
   if (name == "aten::embedding_dense_backward" &&
-      (BoolArg(r, 4) || (Rank(r, 0) >= 1 && (r.args[0].toTensor().scalar_type() != at::kFloat ||
-                                             !r.args[0].toTensor().is_contiguous())))) {
+      (BoolArg(r, 4) || (Rank(r, 0) >= 1 && !DenseF32(r, 0)))) {
     *why = "embedding backward with scale_grad_by_freq, strided or not f32 (no trn lowering)";
     return false;
   }
@@ -107,9 +111,7 @@ bool LoweringRegistry::TrnAcceptsCall(const runtime::OpRecord& r, std::string* w
   // f32, alpha 1 (an exact add), self and source dense.
   if (name == "aten::index_add" || name == "aten::index_add_") {
     const int64_t rank = Rank(r, 0), dim = IntArg(r, 1, 1);
-    const bool f32_dense = rank >= 1 && Rank(r, 3) == rank && r.args[0].toTensor().scalar_type() == at::kFloat &&
-                           r.args[3].toTensor().scalar_type() == at::kFloat && r.args[0].toTensor().is_contiguous() &&
-                           r.args[3].toTensor().is_contiguous();
+    const bool f32_dense = rank >= 1 && Rank(r, 3) == rank && DenseF32(r, 0) && DenseF32(r, 3);
     if (!f32_dense || (dim != 0 && dim != -rank) || r.args.size() < 5 || !r.args[4].isInt() || r.args[4].toInt() != 1) {
       *why = "index_add other than along dim 0 of dense f32 tensors with alpha 1 (no trn lowering)";
       return false;
@@ -119,10 +121,8 @@ bool LoweringRegistry::TrnAcceptsCall(const runtime::OpRecord& r, std::string* w
   // a 2-D index expanded along dim 1 (stride 0: the same row index for every column).
   if (name == "aten::scatter_add" || name == "aten::scatter_add_") {
     const int64_t rank = Rank(r, 0), dim = IntArg(r, 1, 1);
-    const bool f32_dense = (rank == 1 || rank == 2) && Rank(r, 2) == rank && Rank(r, 3) == rank &&
-                           r.args[0].toTensor().scalar_type() == at::kFloat &&
-                           r.args[3].toTensor().scalar_type() == at::kFloat && r.args[0].toTensor().is_contiguous() &&
-                           r.args[3].toTensor().is_contiguous();
+    const bool f32_dense =
+        (rank == 1 || rank == 2) && Rank(r, 2) == rank && Rank(r, 3) == rank && DenseF32(r, 0) && DenseF32(r, 3);
     const bool row_index = f32_dense && (rank == 1 || r.args[2].toTensor().stride(1) == 0 ||
                                          r.args[2].toTensor().size(1) == 1);
     if (!f32_dense || !row_index || (dim != 0 && dim != -rank)) {
