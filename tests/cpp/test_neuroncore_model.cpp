@@ -193,6 +193,30 @@ TEST_CASE("vector, scalar and gpsimd instructions compute their functions", "[mo
   }
 }
 
+TEST_CASE("scalar sin is defined on [-pi, pi] only, as ScalarE's", "[model]") {
+  // ScalarE's sin does no range reduction (docs/trn_target.md): the model gives NaN outside
+  // [-pi, pi] (plus a few ulp), so a lowering that forgets to reduce fails its tests.
+  nc::InstructionStream s;
+  s.buffers = {{nc::Space::kSbuf, nc::DType::kF32, 1, 0, 4 * 6, 0, -1},
+               {nc::Space::kSbuf, nc::DType::kF32, 1, 0, 4 * 6, 64, -1},
+               {nc::Space::kHbm, nc::DType::kF32, 0, 0, 4 * 12, 0, 0}};
+  const std::vector<float> xs = {0.0f, 1.0f, -3.0f, 3.14159265f, 3.2f, -100.0f};
+  nc::Access in = Rows(2, 1, 6), out = Rows(2, 1, 6);
+  out.offset = 6;
+  nc::Instruction sin = Instr(nc::Opcode::kActivation, {Rows(0, 1, 6), Rows(1, 1, 6)});
+  sin.func = 14;  // sin: trn::ir::ActivationOp::kFunctions
+  sin.imm = 1;    // scale
+  Q(s, nc::Engine::kDma) = {Instr(nc::Opcode::kDmaCopy, {in, Rows(0, 1, 6)}), Sync(nc::Opcode::kSignal, 0),
+                            Sync(nc::Opcode::kWait, 1, 1), Instr(nc::Opcode::kDmaCopy, {Rows(1, 1, 6), out})};
+  Q(s, nc::Engine::kScalar) = {Sync(nc::Opcode::kWait, 0, 1), sin, Sync(nc::Opcode::kSignal, 1)};
+  std::vector<float> host(12);
+  std::copy(xs.begin(), xs.end(), host.begin());
+  REQUIRE(nc::Run(s, kTrn2, {{host.data(), static_cast<int64_t>(host.size() * 4)}}).ok());
+  for (int i = 0; i < 4; ++i) CHECK(host[6 + i] == Approx(std::sin(xs[i])).margin(1e-7));
+  CHECK(std::isnan(host[10]));
+  CHECK(std::isnan(host[11]));
+}
+
 TEST_CASE("deadlocks and out-of-range accesses are errors naming the instruction", "[model]") {
   nc::InstructionStream s;
   s.buffers = {{nc::Space::kSbuf, nc::DType::kF32, 128, 0, 64, 0, -1}};

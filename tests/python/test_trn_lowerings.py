@@ -176,3 +176,37 @@ def test_argmax_argmin_first_index_on_trn2():
     """, env=dict(TRN, NEURON_MODE="eager")))   # one-op groups, as the OpInfo run
     assert all(out["equal"].values()), out["equal"]
     assert "aten::argmax" in ran_on_core(out["dev"]), (sorted(ran_on_core(out["dev"])), out["dev"]["host_group_reasons"])
+
+
+def test_sin_cos_on_trn2():
+    # sin / cos (rotary and sinusoidal position embeddings): ScalarE's sin takes [-pi, pi] only,
+    # so the lowering reduces the argument on VectorE first (trn/LowerBody.cpp). Within 2e-7 of
+    # CPU for |x| < 25,000 and 5e-6 up to 4e5 (docs/trn_pipeline.md); NaN and +-inf give NaN.
+    out = last_json(run_python("""
+        import json, math, torch, torch_trn
+        torch.manual_seed(0)
+        x = torch.cat([torch.tensor([0.0, -0.0, 1e-8, math.pi, -math.pi, math.pi / 2, 3 * math.pi / 2, 1e3, -1e4,
+                                     2.4e4, float("inf"), float("-inf"), float("nan")]),
+                       torch.randn(3000) * 10, torch.arange(0, 8192).float() * 2.9])
+        far = torch.tensor([1e5, -2e5, 4e5])
+        pos = torch.arange(64).float()[:, None] * torch.pow(10000.0, -torch.arange(0, 16, 2).float() / 16)[None]
+        def f(dev):
+            X, F, P = x.to(dev), far.to(dev), pos.to(dev)
+            emb = torch.cat([P.sin(), P.cos()], dim=-1)   # sinusoidal position embedding
+            return {"sin": torch.sin(X), "cos": torch.cos(X), "far_sin": torch.sin(F), "far_cos": torch.cos(F),
+                    "emb": emb, "rotary": X[13:513] * torch.cos(X[513:1013]) + X[1013:1513] * torch.sin(X[513:1013])}
+        ref = f("cpu")
+        got = {k: v.cpu() for k, v in f("neuron").items()}
+        res = {}
+        for k in ref:
+            fin, nan = torch.isfinite(ref[k]), torch.isnan(ref[k])
+            res[k] = [bool(torch.equal(torch.isnan(got[k]), nan)) and bool(torch.equal(got[k][~fin & ~nan], ref[k][~fin & ~nan])),
+                      float((got[k][fin] - ref[k][fin]).abs().max())]
+        print(json.dumps({"res": res, "dev": torch_trn.stats()["device"]}))
+    """, env=TRN))
+    for k, (nan_same, err) in out["res"].items():
+        limit = 5e-6 if k.startswith("far") else 1e-5 if k == "rotary" else 2e-7
+        assert nan_same and err <= limit, (k, nan_same, err)
+    dev = out["dev"]
+    assert {"aten::sin", "aten::cos"} <= ran_on_core(dev), sorted(ran_on_core(dev))
+    assert dev["host_group_reasons"] == {} and dev["ops_on_host"] == 0, (dev["host_group_reasons"], dev["ops_on_host"])

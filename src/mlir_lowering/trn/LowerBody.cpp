@@ -107,6 +107,36 @@ LogicalResult Lowerer::LowerBodyOp(mlir::Operation& op, const TileSpace& t, llvm
     y = Select(Compare(P::OGE, abs, Val::Const(8388608.0), t), x, y, t, f32);
     return set(Select(Compare(P::UNO, x, x, t), x, y, t, f32));
   }
+  if (mlir::isa<mlir::math::SinOp, mlir::math::CosOp>(op)) {
+    // ScalarE's sin takes [-pi, pi] only (docs/trn_target.md), so the argument is reduced on
+    // VectorE first, after Cody and Waite: k = x / 2pi rounded to nearest (a copy into an i32
+    // tile), r = ((x - k c1) - k c2) - k c3 with c1 + c2 + c3 = 2pi, c1 of 8 and c2 of 12
+    // significant bits, so that k c1 and x - k c1 are exact for |k| < 2^16 and k c2 for
+    // |k| < 2^12 (|x| < 25,000: the error is a few ulp of r; up to |x| < 4e5 it grows to ~1e-5;
+    // beyond, k c1 rounds). x / 2pi itself rounds, so k may be one off near a half period and r
+    // just outside [-pi, pi]: a second round with r in place of x brings it back. cos(x) =
+    // sin(pi/2 - |r|), pi/2 - |r| in [-pi/2, pi/2]. NaN and inf give a NaN r (inf - k c1).
+    const Val& x = in[0];
+    if (x.kind() == Kind::kConst) return op.emitOpError("on a constant: expected folded before trn-lower-linalg");
+    const mlir::Type f32 = b_.getF32Type();
+    auto reduce = [&](const Val& v) {
+      const Val q = Binary("multiply", "multiply", v, Val::Const(0.15915493667125702), t);  // 1 / 2pi in f32
+      Value k_tile = NewTile(t, v.kind(), b_.getI32Type());
+      Make<TensorCopyOp>(q.tile, k_tile);
+      const Val k = Wrap(k_tile, v.kind());
+      Val r = v;
+      for (double c : {6.28125, 0.0019354820251464844, -1.7484555314695172e-07}) {
+        r = Binary("subtract", "", r, Binary("multiply", "multiply", k, Val::Const(c), t, f32), t, f32);
+      }
+      return r;
+    };
+    Val r = reduce(reduce(x));
+    if (mlir::isa<mlir::math::CosOp>(op)) {
+      const Val abs = Binary("maximum", "maximum", r, Binary("multiply", "multiply", r, Val::Const(-1.0), t), t);
+      r = Binary("subtract", "", Val::Const(1.5707963705062866), abs, t);  // pi/2 in f32
+    }
+    return set(Wrap(Act(r, "sin", t), x.kind()));
+  }
   const char* func = mlir::isa<mlir::math::ExpOp>(op)     ? "exp"
                      : mlir::isa<mlir::math::LogOp>(op)   ? "log"
                      : mlir::isa<mlir::math::TanhOp>(op)  ? "tanh"

@@ -223,6 +223,7 @@ mlir::LogicalResult MatmulOp::verify() {
 const char* const ActivationOp::kFunctions[] = {"identity", "exp", "log", "tanh", "gelu", "gelu_tanh", "sigmoid",
                                                  "relu", "silu", "rsqrt", "sqrt", "square", "reciprocal",
                                                  "erf",  // [NLERF]
+                                                 "sin",  // valid input [-pi, pi]: no range reduction ([COMMON])
                                                  nullptr};
 
 namespace {

@@ -75,3 +75,33 @@ func.func @row_sum(%x: memref<300x5000xf32>, %s: memref<300xf32>) {
   }
   return
 }
+
+// -----
+
+// sin and cos: ScalarE's sin takes [-pi, pi] only, so the argument is reduced on VectorE first
+// (twice: k = round(x / 2pi) through an i32 tile, then x - k c1 - k c2 - k c3); cos(x) is
+// sin(pi/2 - |r|).
+// CHECK-LABEL: func.func @sin_cos
+// CHECK: trn.tensor_scalar %[[X:[0-9]+]], %[[Q:[0-9]+]] {imm = 0.159154937 : f32, op = "multiply"
+// CHECK: trn.tensor_copy %[[Q]], %[[K:[0-9]+]] {{.*}}: !trn.sbuf<64, [16], f32>, !trn.sbuf<64, [16], i32>
+// CHECK: trn.tensor_scalar %[[K]], %[[KC1:[0-9]+]] {imm = 6.281250e+00 : f32, op = "multiply"
+// CHECK: trn.tensor_tensor %[[X]], %[[KC1]], %{{.*}} {op = "subtract"
+// CHECK: trn.tensor_copy %{{.*}} : !trn.sbuf<64, [16], f32>, !trn.sbuf<64, [16], i32>
+// CHECK: trn.activation %{{.*}}, %{{.*}} {func = "sin"
+// CHECK-COUNT-2: trn.tensor_copy %{{.*}} : !trn.sbuf<64, [16], f32>, !trn.sbuf<64, [16], i32>
+// CHECK: trn.tensor_scalar %{{.*}} {imm = -1.000000e+00 : f32, op = "multiply"
+// CHECK: trn.tensor_tensor %{{.*}} {op = "maximum"
+// CHECK: trn.activation %{{.*}} {func = "sin"
+// CHECK-NOT: math.sin
+// CHECK-NOT: math.cos
+#sc = affine_map<(d0, d1) -> (d0, d1)>
+func.func @sin_cos(%x: memref<64x16xf32>, %s: memref<64x16xf32>, %c: memref<64x16xf32>) {
+  linalg.generic {indexing_maps = [#sc, #sc, #sc], iterator_types = ["parallel", "parallel"]}
+      ins(%x : memref<64x16xf32>) outs(%s, %c : memref<64x16xf32>, memref<64x16xf32>) {
+  ^bb0(%a: f32, %o: f32, %p: f32):
+    %y = math.sin %a : f32
+    %z = math.cos %a : f32
+    linalg.yield %y, %z : f32, f32
+  }
+  return
+}
