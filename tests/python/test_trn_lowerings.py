@@ -210,3 +210,37 @@ def test_sin_cos_on_trn2():
     dev = out["dev"]
     assert {"aten::sin", "aten::cos"} <= ran_on_core(dev), sorted(ran_on_core(dev))
     assert dev["host_group_reasons"] == {} and dev["ops_on_host"] == 0, (dev["host_group_reasons"], dev["ops_on_host"])
+
+
+SELECT_BACKWARD = """
+    import json, torch, torch_trn
+    torch.manual_seed(0)
+    x = torch.randn(4, 7, 5)
+    def f(dev):
+        X = x.to(dev).detach().clone().requires_grad_()
+        loss = 0
+        for t in range(7):   # an RNN's time steps: x[:, t] each, select_backward in the backward
+            loss = loss + (X[:, t] * (t + 1)).tanh().sum()
+        loss = loss + X[-1].sum() * 3 + X[..., -2].pow(2).sum()
+        loss.backward()
+        direct = torch.ops.aten.select_backward(X.detach()[:, 0] * 2, [4, 7, 5], 1, -3)
+        return {"grad": X.grad, "direct": direct}
+    ref = f("cpu")
+    got = {k: v.cpu() for k, v in f("neuron").items()}
+    s = torch_trn.stats()
+    print(json.dumps({"err": {k: float((got[k] - ref[k]).abs().max()) for k in ref}, "unlowered": s["unlowered_ops"],
+                      "dev": s.get("device")}))
+"""
+
+
+def test_select_backward_compiled_on_host_and_trn2():
+    # select_backward (the gradient of x[:, t], frequent in recurrent models) is lowered in the
+    # front: zeros but the selected slice, one pointwise generic with the index as a runtime
+    # scalar; on trn2 it runs on the core. Negative indices count from the end.
+    for env in ({"NEURON_MODE": "compile"}, TRN):
+        out = last_json(run_python(SELECT_BACKWARD, env=env))
+        assert all(e <= 1e-5 for e in out["err"].values()), (env, out["err"])
+        assert not any("select_backward" in k for k in out["unlowered"]), (env, out["unlowered"])
+        if out["dev"]:
+            assert "aten::select_backward" in ran_on_core(out["dev"]), sorted(ran_on_core(out["dev"]))
+            assert out["dev"]["host_group_reasons"] == {}, out["dev"]["host_group_reasons"]

@@ -1,4 +1,5 @@
-// Shape ops that move data: concatenation, flips, index ramps (arange). Views themselves are
+// Shape ops that move data: concatenation, flips, index ramps (arange), the gradient of a
+// select (select_backward). Views themselves are
 // never recorded (they only change metadata); reads through them become affine index maps
 // (group_lowering.h), so a flip is a view with a negative coefficient and costs nothing until
 // it is written.
@@ -99,6 +100,45 @@ absl::Status Arange(GroupLowering& g, const runtime::OpRecord&) {
   });
 }
 
+// select_backward(grad_output, input_sizes, dim, index): zeros of input_sizes except the slice
+// `index` along `dim`, which is grad_output. Pointwise over the result: grad_output read through
+// a view broadcast along dim (no coefficient on it), kept where the loop index along dim is the
+// index. The index is a runtime scalar (the same key for every index, as an RNN's time steps
+// need); a negative one counts from the end.
+absl::Status SelectBackward(GroupLowering& g, const runtime::OpRecord&) {
+  at::Tensor dst = g.Destination(0);
+  if (!dst.defined() || dst.dim() == 0) {
+    return absl::UnimplementedError("select_backward without a destination of at least one dim");
+  }
+  TRN_ASSIGN_OR_RETURN(c10::IValue grad, g.Arg("grad_output"));
+  TRN_ASSIGN_OR_RETURN(c10::IValue dim_v, g.Arg("dim"));
+  if (!grad.isTensor() || !runtime::IsDeviceTensor(grad.toTensor())) {
+    return absl::UnimplementedError("select_backward of a host gradient");
+  }
+  const int64_t rank = dst.dim();
+  const int64_t dim = WrapDim(dim_v.toInt(), rank);
+  const int64_t size = dst.size(dim);
+  TRN_ASSIGN_OR_RETURN(View v, g.Read(grad.toTensor()));
+  if (v.rank() != rank - 1) {
+    return absl::InternalError("select_backward: the gradient's rank is not the input's minus one");
+  }
+  for (AffineTerm& term : v.map) {  // view dims from `dim` on move up by one
+    for (auto& [k, c] : term.coeffs) {
+      if (k >= dim) ++k;
+    }
+  }
+  v.sizes.insert(v.sizes.begin() + dim, size);
+  TRN_ASSIGN_OR_RETURN(Operand index, ArgOperand(g, "index"));
+  const c10::ScalarType t = dst.scalar_type();
+  View out = g.Pointwise({Operand::Of(v), index}, dst.sizes().vec(), t, [=](ScalarBuilder& b, const std::vector<Scalar>& a) {
+    Scalar i = b.Cast(a[1], c10::kLong);
+    Scalar at = b.LoopIndex(dim);
+    Scalar keep = b.Or(b.Cmp(Cmp::kEq, at, i), b.Cmp(Cmp::kEq, at, b.Add(i, b.Constant(size, c10::kLong))));
+    return b.Select(keep, b.Cast(a[0], t), b.Constant(0, t));
+  });
+  return g.WriteResult(0, out);
+}
+
 }  // namespace
 
 void PopulateShape(LoweringRegistry& r) {
@@ -106,6 +146,7 @@ void PopulateShape(LoweringRegistry& r) {
   r.Register("aten::cat", f, Cat);
   r.Register("aten::flip", f, Flip);
   r.Register("aten::arange", f, Arange);
+  r.Register("aten::select_backward", f, SelectBackward);
 }
 
 }  // namespace trn::mlir_lowering
