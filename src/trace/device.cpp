@@ -9,6 +9,7 @@
 #include <ATen/detail/PrivateUse1HooksInterface.h>
 #include <ATen/native/Resize.h>
 #include <ATen/ops/copy.h>
+#include <ATen/ops/empty_strided.h>
 #include <c10/core/Allocator.h>
 #include <c10/core/CPUAllocator.h>
 #include <c10/core/impl/DeviceGuardImplInterface.h>
@@ -206,6 +207,22 @@ at::Tensor EmptyStrided(c10::SymIntArrayRef size, c10::SymIntArrayRef stride, st
                                            &g_allocator, DeviceKeySet(), c10::dtype_or_default(dtype));
 }
 
+// An allocation, as empty_strided (torch registers it as CompositeExplicitAutogradNonFunctional,
+// which structured_ops.cpp would record as an op that runs on the executor; autograd's
+// AccumulateGrad calls it for every gradient of a non-contiguous parameter). Another device
+// or layout asked for goes to that backend's empty_strided.
+at::Tensor NewEmptyStrided(const at::Tensor& self, c10::SymIntArrayRef size, c10::SymIntArrayRef stride,
+                           std::optional<at::ScalarType> dtype, std::optional<at::Layout> layout,
+                           std::optional<at::Device> device, std::optional<bool> pin_memory) {
+  const at::TensorOptions options =
+      self.options().merge_in(at::TensorOptions().dtype(dtype).layout(layout).device(device).pinned_memory(pin_memory));
+  if (options.device().type() != c10::DeviceType::PrivateUse1 || options.layout() != at::kStrided) {
+    return at::empty_strided_symint(size, stride, options);
+  }
+  return at::detail::empty_strided_generic(C10_AS_INTARRAYREF_SLOW(size), C10_AS_INTARRAYREF_SLOW(stride),
+                                           &g_allocator, DeviceKeySet(), options.dtype().toScalarType());
+}
+
 const at::Tensor& Resize(const at::Tensor& self, c10::SymIntArrayRef size, std::optional<at::MemoryFormat> format) {
   // Growing moves the data to a new allocation while queued ops may still be using the storage:
   // drain them first, unless nothing else references the storage (a fresh out= tensor).
@@ -324,6 +341,7 @@ const bool g_registered = [] {
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("empty.memory_format", TORCH_FN(trn::trace::EmptyMemoryFormat));
   m.impl("empty_strided", TORCH_FN(trn::trace::EmptyStrided));
+  m.impl("new_empty_strided", TORCH_FN(trn::trace::NewEmptyStrided));
   m.impl("_copy_from", TORCH_FN(trn::trace::CopyFrom));
   m.impl("resize_", TORCH_FN(trn::trace::Resize));
   m.impl("set_.source_Storage", TORCH_FN(trn::trace::SetStorage));

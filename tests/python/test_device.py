@@ -140,6 +140,25 @@ def test_autograd_on_device():
     torch.testing.assert_close(wd.grad.cpu(), w.grad)
 
 
+def test_new_empty_strided_is_an_allocation_not_a_recorded_op():
+    # AccumulateGrad calls new_empty_strided for every gradient of a non-contiguous parameter;
+    # it allocates like empty_strided instead of being recorded and run on the executor.
+    x = torch.randn(4, 6).to(DEV)
+    torch_trn.sync()
+    torch_trn.reset_stats()
+    y = x.new_empty_strided((4, 6), (1, 4))
+    h = x.new_empty_strided((2, 3), (3, 1), dtype=torch.float64, device="cpu")
+    assert torch_trn.stats()["ops_recorded"] == 0
+    assert y.device == x.device and y.stride() == (1, 4) and y.dtype == torch.float32
+    assert h.device.type == "cpu" and h.dtype == torch.float64 and h.stride() == (3, 1)
+    w = torch.randn(6, 4)
+    wd = torch.nn.Parameter(w.to(DEV).t())   # a non-contiguous parameter
+    (wd * wd).sum().backward()
+    torch.testing.assert_close(wd.grad.cpu(), 2 * w.t())
+    assert wd.grad.stride() == wd.stride()
+    assert "aten::new_empty_strided" not in torch_trn.stats()["unlowered_ops"]
+
+
 def test_data_dependent_ops_fall_back_to_host_and_are_counted():
     torch_trn.reset_stats()
     x = torch.tensor([0.0, 1.0, 0.0, 2.0]).to(DEV)
