@@ -38,6 +38,9 @@ int KernelInputs(Kernel k) {
     case Kernel::kMul:
     case Kernel::kDiv:
     case Kernel::kLerp:
+    case Kernel::kTanhBackward:
+    case Kernel::kSigmoidBackward:
+    case Kernel::kThresholdBackward:
       return 2;
     case Kernel::kAddcmul:
     case Kernel::kAddcdiv:
@@ -50,7 +53,8 @@ int KernelInputs(Kernel k) {
 const char* KernelName(Kernel k) {
   static const char* const kNames[] = {"add",     "mul",  "div",     "neg",     "relu", "sqrt", "rsqrt",
                                        "reciprocal", "exp", "log",   "tanh",    "sigmoid", "gelu", "addcmul",
-                                       "addcdiv", "lerp", "pow",     "copy",    "abs"};
+                                       "addcdiv", "lerp", "pow",     "copy",    "abs",  "tanh_backward",
+                                       "sigmoid_backward", "threshold_backward"};
   return kNames[static_cast<int>(k)];
 }
 

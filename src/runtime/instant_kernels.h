@@ -3,7 +3,8 @@
 // AVX-512 or AVX2 + FMA, the widest the CPU runs, as ATen picks; with the Sleef functions libtorch
 // exports: instant_kernels_impl.h), so each kernel computes what ATen's CPU kernel
 // computes for the same op (same formulas: add's fmadd by alpha, lerp's two-sided form,
-// sigmoid as 1 / (1 + exp(-x)), gelu through erf). No code is generated: instant_program.h strings
+// sigmoid as 1 / (1 + exp(-x)), gelu through erf, the activation backwards' products in ATen's
+// order). No code is generated: instant_program.h strings
 // them together per group.
 //
 // Thread-safety: pure functions on the caller's buffers.
@@ -33,9 +34,12 @@ enum class Kernel : uint8_t {
   kPow,         // a ** p
   kCopy,        // a
   kAbs,         // |a|
+  kTanhBackward,       // a * (1 - b * b): a the gradient, b tanh's output
+  kSigmoidBackward,    // a * (1 - b) * b: b sigmoid's output
+  kThresholdBackward,  // b <= p ? 0 : a: b relu's (threshold's) input, p the threshold
 };
 
-// Inputs of each kernel: 1 (unary, copy), 2 (binary, lerp) or 3 (addcmul, addcdiv).
+// Inputs of each kernel: 1 (unary, copy), 2 (binary, lerp, backwards) or 3 (addcmul, addcdiv).
 int KernelInputs(Kernel k);
 const char* KernelName(Kernel k);
 

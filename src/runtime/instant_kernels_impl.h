@@ -145,6 +145,20 @@ void RunTile(const TileCall& c, int64_t n) {
       return Map1(c, n, [](Vec a) { return a; });
     case Kernel::kAbs:
       return Map1(c, n, [](Vec a) { return a.abs(); });
+    // ATen's tanh_backward / sigmoid_backward kernels (BinaryOpsKernel.cpp) and threshold's
+    // (Activation.cpp: x <= threshold ? value : other, with value 0 and other the gradient).
+    case Kernel::kTanhBackward: {
+      const Vec one(1.0f);
+      return Map2(c, n, [one](Vec a, Vec b) { return a * (one - b * b); });
+    }
+    case Kernel::kSigmoidBackward: {
+      const Vec one(1.0f);
+      return Map2(c, n, [one](Vec a, Vec b) { return a * (one - b) * b; });
+    }
+    case Kernel::kThresholdBackward: {
+      const Vec threshold(c.p), zero(0.0f);
+      return Map2(c, n, [threshold, zero](Vec a, Vec b) { return Vec::blendv(a, zero, b <= threshold); });
+    }
   }
 }
 

@@ -45,6 +45,9 @@ constexpr OpForm kForms[] = {
     {"abs", Kernel::kAbs, {"self"}, nullptr, 1},
     {"fill", Kernel::kCopy, {"value"}, nullptr, 1},
     {"zero", Kernel::kCopy, {}, nullptr, 1},  // (a constant 0 input)
+    {"tanh_backward", Kernel::kTanhBackward, {"grad_output", "output"}, nullptr, 1},
+    {"sigmoid_backward", Kernel::kSigmoidBackward, {"grad_output", "output"}, nullptr, 1},
+    {"threshold_backward", Kernel::kThresholdBackward, {"grad_output", "self"}, "threshold", 1},
 };
 
 // Overloads a form accepts (the others: rounding modes, tensor weights, scalar bases, ...).
@@ -53,6 +56,7 @@ bool OverloadAccepted(std::string_view base, bool in_place, std::string_view ove
   if (base == "pow") return in_place ? overload == "Scalar" : (overload == "Tensor_Scalar" || overload == "Tensor_Scalar_out");
   if (base == "copy" || base == "zero") return in_place && overload.empty();
   if (base == "fill") return in_place && (overload == "Scalar" || overload == "Tensor");
+  if (base.size() > 9 && base.substr(base.size() - 9) == "_backward") return !in_place && (overload.empty() || overload == "grad_input");
   return overload.empty() || overload == "out" || overload == "Tensor" || overload == "Scalar" || overload == "Scalar_out";
 }
 

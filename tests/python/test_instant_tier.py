@@ -87,12 +87,19 @@ def in_place(x, y, z):   # the optimizers' ops on user-visible tensors, copy_, f
     u.zero_()
     u.add_(z, alpha=3)
     return x, y, z, w, v, u
+def backwards(x, y, z):  # the activations' backwards (0 inputs of relu's included)
+    z = torch.where(z.abs() < 0.3, torch.zeros_like(z), z)
+    g = x * 0.5 + 1
+    t, s = torch.tanh(y), torch.sigmoid(y)
+    aten = torch.ops.aten
+    return (aten.tanh_backward(g, t) + 1, aten.sigmoid_backward(g * 2, s) * 3,
+            aten.threshold_backward(g, z, 0.0) - aten.threshold_backward(g, z, 0.25))
 for n in (1, 7, 1024, 5000, 70000):
     x, y, z = [torch.randn(n) for _ in range(3)]
-    for fn in (arith, transcendental, zero_dim, in_place):
+    for fn in (arith, transcendental, zero_dim, in_place, backwards):
         check(fn, x, y, z)
 x, y, z = [torch.randn(33, 65) for _ in range(3)]
-for fn in (arith, transcendental, zero_dim, in_place):
+for fn in (arith, transcendental, zero_dim, in_place, backwards):
     check(fn, x, y, z)
 report()
 """
@@ -149,6 +156,25 @@ for _ in range(3):
 report()
 """)
     assert s["ops_chained_instant"] == 0, s
+
+
+def test_activation_backwards_join_chains():
+    # tanh_backward, sigmoid_backward and threshold_backward (relu's) run in the chain of the
+    # elementwise ops around them: every op of these groups is chained.
+    s = run("""
+x, y, z = [torch.randn(3000) for _ in range(3)]
+z[::7] = float("nan")   # threshold_backward passes the gradient where relu's input is NaN, as ATen
+z[1::9] = 0.1           # (and zeroes it at the threshold itself)
+def fn(x, y, z):
+    g = x * 0.5 + 1
+    aten = torch.ops.aten
+    return (aten.tanh_backward(g, y) * 2 + aten.sigmoid_backward(g, z) - aten.threshold_backward(g, z, 0.1),)
+want = fn(x, y, z)
+for _ in range(3):
+    torch.testing.assert_close(fn(x.to("neuron"), y.to("neuron"), z.to("neuron"))[0].cpu(), want[0], equal_nan=True)
+report()
+""")
+    assert s["ops_run_instant"] > 0 and s["ops_chained_instant"] == s["ops_run_instant"], s
 
 
 def test_knob_off_runs_op_by_op():
