@@ -2,6 +2,9 @@
 
 #include <ATen/core/Tensor.h>
 #include <c10/core/impl/LocalDispatchKeySet.h>
+#include <c10/util/Exception.h>
+
+#include <exception>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -27,6 +30,32 @@ absl::Status CopyResult(const c10::OperatorHandle& op, const at::Tensor& dst, co
 }
 
 }  // namespace
+
+absl::Status StatusFromCurrentException() {
+  try {
+    throw;
+  } catch (const c10::IndexError& e) {
+    return MakeOpError(ErrorKind::kIndex, e.what_without_backtrace());
+  } catch (const c10::ValueError& e) {
+    return MakeOpError(ErrorKind::kValue, e.what_without_backtrace());
+  } catch (const c10::TypeError& e) {
+    return MakeOpError(ErrorKind::kType, e.what_without_backtrace());
+  } catch (const c10::NotImplementedError& e) {
+    return MakeOpError(ErrorKind::kNotImplemented, e.what_without_backtrace());
+  } catch (const c10::LinAlgError& e) {
+    return MakeOpError(ErrorKind::kLinAlg, e.what_without_backtrace());
+  } catch (const c10::OutOfMemoryError& e) {
+    return MakeOpError(ErrorKind::kOutOfMemory, e.what_without_backtrace());
+  } catch (const c10::DistBackendError& e) {
+    return MakeOpError(ErrorKind::kDistBackend, e.what_without_backtrace());
+  } catch (const c10::Error& e) {
+    return MakeOpError(ErrorKind::kRuntime, e.what_without_backtrace());
+  } catch (const std::exception& e) {
+    return MakeOpError(ErrorKind::kRuntime, e.what());
+  } catch (...) {
+    return MakeOpError(ErrorKind::kRuntime, "unknown C++ exception");
+  }
+}
 
 std::string OpName(const c10::OperatorHandle& op) {
   const auto& name = op.operator_name();
