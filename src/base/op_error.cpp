@@ -1,9 +1,9 @@
-#include "runtime/op_error.h"
+#include "base/op_error.h"
 
 #include "absl/strings/cord.h"
 #include "absl/strings/str_cat.h"
 
-namespace trn::runtime {
+namespace trn::base {
 namespace {
 
 constexpr absl::string_view kKindPayload = "trn.error_kind";
@@ -55,4 +55,4 @@ absl::Status WithOpContext(const absl::Status& status, absl::string_view op, abs
   return out;
 }
 
-}  // namespace trn::runtime
+}  // namespace trn::base

@@ -12,7 +12,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 
-namespace trn::runtime {
+namespace trn::base {
 
 // The Python exception class eager PyTorch would raise (c10::Error subclasses).
 // kDistBackend: a collective's backend failed (a lost peer, the process group's timeout):
@@ -25,4 +25,4 @@ ErrorKind KindOf(const absl::Status& status);
 // `status` with "<op> at <where>: " prepended to its message (payloads kept).
 absl::Status WithOpContext(const absl::Status& status, absl::string_view op, absl::string_view where);
 
-}  // namespace trn::runtime
+}  // namespace trn::base
