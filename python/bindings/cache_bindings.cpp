@@ -180,7 +180,7 @@ py::dict CacheStatsDict(trace::DeviceState& state) {
 }
 
 py::list Entries(const std::string& dir, bool verify) {
-  const auto& knobs = runtime::GetKnobs();
+  const auto& knobs = base::GetKnobs();
   const int64_t uid = knobs.ok() ? knobs->test_cache_uid : -1;
   std::vector<runtime::cache::EntryInfo> entries;
   {

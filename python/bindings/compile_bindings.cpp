@@ -133,9 +133,9 @@ void RegisterCompileBindings(py::module& m) {
   m.def("graph_replay_enabled", [] { return StateOrRaise().knobs.graph_replay; }, "NEURON_GRAPH_REPLAY.");
   RegisterGraphReplayer(m);
   m.def("_set_graph_lines", [](const std::string& file, const std::vector<std::tuple<int, std::string, int, std::string>>& lines) {
-          std::vector<std::pair<int, runtime::SourceLocation>> mapped;
+          std::vector<std::pair<int, base::SourceLocation>> mapped;
           for (const auto& [at, model_file, model_line, function] : lines) {
-            runtime::SourceLocation loc;
+            base::SourceLocation loc;
             loc.file = model_file;
             loc.line = model_line;
             loc.function = function;

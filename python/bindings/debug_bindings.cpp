@@ -7,10 +7,10 @@
 #include "python/bindings/bindings.h"
 #include "python/bindings/edge.h"
 #include "runtime/device_model.h"
-#include "runtime/knobs.h"
+#include "base/knobs.h"
 #include "runtime/op_trace.h"
-#include "runtime/profiler.h"
-#include "runtime/source_table.h"
+#include "base/profiler.h"
+#include "base/source_table.h"
 #include "trace/cpp_meta.h"
 #include "trace/device_state.h"
 
@@ -20,7 +20,7 @@ namespace trn::python {
 namespace {
 
 py::dict OpDict(const runtime::ExecutedOp& op) {
-  runtime::SourceLocation loc = runtime::GlobalSourceTable().Lookup(op.source);
+  base::SourceLocation loc = base::GlobalSourceTable().Lookup(op.source);
   py::dict d;
   d["op"] = op.op();
   d["file"] = loc.file.empty() ? py::object(py::none()) : py::object(py::str(loc.file));
@@ -36,7 +36,7 @@ py::dict OpDict(const runtime::ExecutedOp& op) {
 
 py::dict Stats() {
   trace::DeviceState& state = StateOrRaise();
-  runtime::StatsSnapshot s = state.stats.Snapshot();
+  base::StatsSnapshot s = state.stats.Snapshot();
   py::dict out;
   out["meta_cache_hits"] = state.meta_cache.hits();
   out["meta_cache_misses"] = state.meta_cache.misses();
@@ -84,11 +84,11 @@ py::dict Stats() {
   out["graph_captures_refused"] = s.graph_captures_refused;
   out["plan_cache_misses"] = s.plan_cache_misses;
   py::dict host_time;
-  for (int i = 0; i < static_cast<int>(runtime::HostTime::kCount); ++i) {
+  for (int i = 0; i < static_cast<int>(base::HostTime::kCount); ++i) {
     py::dict t;
     t["ns"] = s.host_ns[i];
     t["ops"] = s.host_ops[i];
-    host_time[runtime::HostTimeName(static_cast<runtime::HostTime>(i))] = t;
+    host_time[base::HostTimeName(static_cast<base::HostTime>(i))] = t;
   }
   out["host_time"] = host_time;
   out["tier_ups"] = s.tier_ups;
@@ -166,7 +166,7 @@ py::object CurrentOp() {
 
 py::list KnobTable() {
   py::list out;
-  for (const runtime::KnobSpec& k : runtime::KnobSpecs()) {
+  for (const base::KnobSpec& k : base::KnobSpecs()) {
     py::dict d;
     d["name"] = k.name;
     d["default"] = k.default_value;
@@ -211,7 +211,7 @@ void RegisterDebugBindings(py::module& m) {
   m.def("last_ops", &LastOps, py::arg("n") = 10);
   m.def("current_op", &CurrentOp);
   m.def("knobs", &KnobTable);
-  m.def("source_count", [] { return runtime::GlobalSourceTable().size(); });
+  m.def("source_count", [] { return base::GlobalSourceTable().size(); });
   m.def("cpp_meta_ops", &trace::CppMetaOps,
         "Operators whose output geometry comes from PyTorch's C++ Meta functions (no Python).");
   m.def("optrace_start", [](bool geometry) {
@@ -225,18 +225,18 @@ void RegisterDebugBindings(py::module& m) {
         "The storage id of a device tensor in the active geometry trace, or -1.");
   m.def("profile_start", [] {
     trace::DeviceState& state = StateOrRaise();
-    absl::Status status = runtime::profiler::Start(std::string(runtime::ModeName(state.knobs.mode)));
+    absl::Status status = base::profiler::Start(std::string(base::ModeName(state.knobs.mode)));
     if (!status.ok()) Raise(status);
   }, "Starts recording profile events (RuntimeError if a profile is active).");
   m.def("profile_stop", [](const std::string& path) {
     absl::Status status;
     {
       py::gil_scoped_release no_gil;
-      status = runtime::profiler::StopAndWrite(path);
+      status = base::profiler::StopAndWrite(path);
     }
     if (!status.ok()) Raise(status);
   }, py::arg("path"), "Stops the active profile and writes its Chrome trace-event JSON to path.");
-  m.def("profile_active", [] { return runtime::profiler::Active(); });
+  m.def("profile_active", [] { return base::profiler::Active(); });
 }
 
 }  // namespace trn::python

@@ -8,8 +8,8 @@
 #include "python/bindings/bindings.h"
 #include "python/bindings/edge.h"
 #include "python/bindings/source_capture.h"
-#include "runtime/blocking.h"
-#include "runtime/knobs.h"
+#include "base/blocking.h"
+#include "base/knobs.h"
 #include "trace/autograd_barrier.h"
 #include "trace/device_state.h"
 
@@ -37,7 +37,7 @@ void Init(const std::vector<std::string>& library_prefixes) {
   absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
   SetLibraryPrefixes(library_prefixes);
   trace::SetSourceHook(&CaptureSource);
-  runtime::SetBlockingHooks(&ReleaseGil, &RestoreGil);
+  base::SetBlockingHooks(&ReleaseGil, &RestoreGil);
   trace::DeviceState& state = StateOrRaise();
   (void)state;
 }
@@ -75,7 +75,7 @@ void RegisterDeviceBindings(py::module& m) {
   m.def("autograd_barrier", &AutogradBarrier,
         "Runs a tiny backward pass on the device; returns once the autograd thread has run it, "
         "so every earlier backward pass has been released. Records ops; sync afterwards.");
-  m.def("mode", [] { return std::string(runtime::ModeName(StateOrRaise().knobs.mode)); });
+  m.def("mode", [] { return std::string(base::ModeName(StateOrRaise().knobs.mode)); });
   m.def("launch_blocking", [] { return StateOrRaise().knobs.launch_blocking; });
   m.def("pending", [] { return StateOrRaise().stream.executor().Pending(); });
   m.def("default_generator", [] {

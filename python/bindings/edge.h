@@ -9,7 +9,7 @@
 
 namespace trn::python {
 
-// Throws the Python exception of `status`'s kind (runtime::KindOf): IndexError, ValueError,
+// Throws the Python exception of `status`'s kind (base::KindOf): IndexError, ValueError,
 // TypeError, NotImplementedError, torch's DistBackendError, LinAlgError, OutOfMemoryError, else
 // RuntimeError; the message is the status's.
 [[noreturn]] void Raise(const absl::Status& status);

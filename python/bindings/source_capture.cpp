@@ -15,11 +15,11 @@ std::vector<std::string>* g_prefixes = new std::vector<std::string>();
 // Code objects are kept alive (one reference each) so their addresses are never reused.
 absl::flat_hash_map<PyCodeObject*, bool>* g_is_library = new absl::flat_hash_map<PyCodeObject*, bool>();
 // Keyed by (code, last instruction offset): cheaper than computing the line number each time.
-absl::flat_hash_map<std::pair<PyCodeObject*, int>, runtime::SourceId>* g_ids =
-    new absl::flat_hash_map<std::pair<PyCodeObject*, int>, runtime::SourceId>();
+absl::flat_hash_map<std::pair<PyCodeObject*, int>, base::SourceId>* g_ids =
+    new absl::flat_hash_map<std::pair<PyCodeObject*, int>, base::SourceId>();
 // torch.compile graphs' generated files: line -> model location (SetGraphLines).
-absl::flat_hash_map<std::string, absl::flat_hash_map<int, runtime::SourceLocation>>* g_graph_lines =
-    new absl::flat_hash_map<std::string, absl::flat_hash_map<int, runtime::SourceLocation>>();
+absl::flat_hash_map<std::string, absl::flat_hash_map<int, base::SourceLocation>>* g_graph_lines =
+    new absl::flat_hash_map<std::string, absl::flat_hash_map<int, base::SourceLocation>>();
 size_t g_code_limit = 16384;
 int64_t g_code_released = 0;
 
@@ -60,23 +60,23 @@ bool IsLibrary(PyCodeObject* code) {
   return library;
 }
 
-runtime::SourceId Intern(PyFrameObject* frame, PyCodeObject* code) {
+base::SourceId Intern(PyFrameObject* frame, PyCodeObject* code) {
   auto key = std::make_pair(code, PyFrame_GetLasti(frame));
   auto it = g_ids->find(key);
   if (it != g_ids->end()) {
     return it->second;
   }
-  runtime::SourceLocation loc;
+  base::SourceLocation loc;
   loc.file = AttrString(reinterpret_cast<PyObject*>(code), "co_filename");
   loc.line = PyFrame_GetLineNumber(frame);
   loc.function = AttrString(reinterpret_cast<PyObject*>(code), "co_qualname");
-  runtime::SourceId id = runtime::kNoSource;  // (a graph line without a model line: skipped)
+  base::SourceId id = base::kNoSource;  // (a graph line without a model line: skipped)
   if (auto graph = g_graph_lines->find(loc.file); graph != g_graph_lines->end()) {
     if (auto it = graph->second.find(loc.line); it != graph->second.end()) {
-      id = runtime::GlobalSourceTable().Intern(it->second);
+      id = base::GlobalSourceTable().Intern(it->second);
     }
   } else {
-    id = runtime::GlobalSourceTable().Intern(loc);
+    id = base::GlobalSourceTable().Intern(loc);
   }
   g_ids->emplace(key, id);  // `code` is already referenced by g_is_library
   return id;
@@ -86,7 +86,7 @@ runtime::SourceId Intern(PyFrameObject* frame, PyCodeObject* code) {
 
 void SetLibraryPrefixes(std::vector<std::string> prefixes) { *g_prefixes = std::move(prefixes); }
 
-void SetGraphLines(const std::string& file, const std::vector<std::pair<int, runtime::SourceLocation>>& lines) {
+void SetGraphLines(const std::string& file, const std::vector<std::pair<int, base::SourceLocation>>& lines) {
   auto& map = (*g_graph_lines)[file];
   for (const auto& [line, loc] : lines) map[line] = loc;
   g_ids->clear();  // (a memo entry may predate the mapping)
@@ -99,19 +99,19 @@ void SetCodeObjectLimit(size_t limit) {
 size_t CodeObjectsKept() { return g_is_library->size(); }
 int64_t CodeObjectsReleased() { return g_code_released; }
 
-runtime::SourceId CaptureSource() {
+base::SourceId CaptureSource() {
   if (!Py_IsInitialized() || PyGILState_GetThisThreadState() == nullptr) {
-    return runtime::kNoSource;
+    return base::kNoSource;
   }
   PyGILState_STATE gil = PyGILState_Ensure();
-  runtime::SourceId id = runtime::kNoSource;
+  base::SourceId id = base::kNoSource;
   PyFrameObject* frame = PyEval_GetFrame();  // borrowed
   Py_XINCREF(frame);
   while (frame != nullptr) {
     PyCodeObject* code = PyFrame_GetCode(frame);  // new reference
     if (!IsLibrary(code)) {
       id = Intern(frame, code);
-      if (id != runtime::kNoSource) {
+      if (id != base::kNoSource) {
         Py_DECREF(code);
         break;
       }

@@ -10,19 +10,19 @@
 #include <string>
 #include <vector>
 
-#include "runtime/source_table.h"
+#include "base/source_table.h"
 
 namespace trn::python {
 
 // Frames whose file starts with one of `prefixes` are library code and skipped.
 void SetLibraryPrefixes(std::vector<std::string> prefixes);
-runtime::SourceId CaptureSource();
+base::SourceId CaptureSource();
 
 // A torch.compile graph's generated code (`file`, e.g. "<eval_with_key>.3"): its line -> the model
 // line that the graph node on it came from (FX's stack_trace). A frame in such a file is
 // attributed to the mapped line; on a line without one it is skipped (its caller is used).
 // Call with the GIL held.
-void SetGraphLines(const std::string& file, const std::vector<std::pair<int, runtime::SourceLocation>>& lines);
+void SetGraphLines(const std::string& file, const std::vector<std::pair<int, base::SourceLocation>>& lines);
 
 // The code objects the capture keeps a reference to (so their addresses are not reused while
 // they key its memo): at most `limit` (default 16384); when a new one would exceed it, every

@@ -1,6 +1,6 @@
 #include "mlir_lowering/group_lowering.h"
 
-#include "runtime/knobs.h"
+#include "base/knobs.h"
 
 #include <ATen/MemoryOverlap.h>
 #include <ATen/ops/empty.h>
@@ -517,13 +517,13 @@ std::string GroupLowering::Materialize(const View& v) {
 
 bool GroupLowering::TrnTarget() {
   static const bool trn = [] {
-    const absl::StatusOr<runtime::Knobs>& k = runtime::GetKnobs();
+    const absl::StatusOr<base::Knobs>& k = base::GetKnobs();
     return k.ok() && k->target != "host";
   }();
   return trn;
 }
 
-absl::Status GroupLowering::Check(const View& bad, std::string message, runtime::ErrorKind kind) {
+absl::Status GroupLowering::Check(const View& bad, std::string message, base::ErrorKind kind) {
   if (bad.dtype != c10::kBool) {
     return absl::InternalError("Check takes a bool view");
   }

@@ -39,7 +39,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "mlir_lowering/mlir_text.h"
-#include "runtime/op_error.h"
+#include "base/op_error.h"
 #include "runtime/op_record.h"
 
 namespace trn::mlir_lowering {
@@ -140,7 +140,7 @@ struct GroupOutput {
 struct GroupCheck {
   int64_t op_index = 0;  // the op (in the group) the check belongs to
   std::string message;
-  runtime::ErrorKind kind = runtime::ErrorKind::kIndex;  // the exception the failure raises
+  base::ErrorKind kind = base::ErrorKind::kIndex;  // the exception the failure raises
 };
 
 struct LoweredGroup {
@@ -254,7 +254,7 @@ class GroupLowering {
   // Makes the run fail (IndexError "<message>", or another `kind`, blamed on the current op)
   // when any element of `bad` (a bool view) is true. Compiled code cannot raise; the runtime
   // checks the count after the call, so the error surfaces like the eager kernel's.
-  absl::Status Check(const View& bad, std::string message, runtime::ErrorKind kind = runtime::ErrorKind::kIndex);
+  absl::Status Check(const View& bad, std::string message, base::ErrorKind kind = base::ErrorKind::kIndex);
   // Lowers the current op as a call into the runtime (ATen's CPU kernel on the buffers).
   // Only for ops that write nothing but their returns (functional or out=).
   absl::Status Extern();

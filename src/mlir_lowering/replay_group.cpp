@@ -42,7 +42,7 @@
 #include "mlir_lowering/group_lowering.h"
 #include "mlir_lowering/group_replay.h"
 #include "mlir_lowering/trn_compile.h"
-#include "runtime/knobs.h"
+#include "base/knobs.h"
 #include "runtime/host_view.h"
 #include "runtime/op_record.h"
 #include "runtime/op_runner.h"
@@ -346,7 +346,7 @@ class Replayer {
   }
 
   void Trn(const std::string& text, const std::string& func) {
-    const absl::StatusOr<runtime::Knobs>& knobs = runtime::GetKnobs();
+    const absl::StatusOr<base::Knobs>& knobs = base::GetKnobs();
     const std::string target = !knobs.ok() || knobs->target == "host" ? "trn2" : knobs->target;
     absl::StatusOr<TrnCompiled> trn = CompileToTrnStream(text, func, target);
     if (!trn.ok()) {

@@ -16,7 +16,7 @@
 #include "absl/container/inlined_vector.h"
 #include "absl/strings/str_cat.h"
 #include "runtime/host_view.h"
-#include "runtime/op_error.h"
+#include "base/op_error.h"
 #include "runtime/op_runner.h"
 #include "runtime/schema_util.h"
 
@@ -208,15 +208,15 @@ static absl::Status RunOnDevice(const neuroncore::InstructionStream& stream, con
       }
       // A gather's index outside its table (dma_gather) is the IndexError ATen's kernel raises.
       if (status.code() == absl::StatusCode::kOutOfRange) {
-        return MakeOpError(ErrorKind::kIndex, absl::StrCat("index out of range in self (NeuronCore model: ",
-                                                           status.message(), ")"));
+        return base::MakeOpError(base::ErrorKind::kIndex, absl::StrCat("index out of range in self (NeuronCore model: ",
+                                                                       status.message(), ")"));
       }
       return absl::InternalError(absl::StrCat("NeuronCore model: ", status.message()));
     }
     for (size_t i = 0; i < counts.size(); ++i) {
       if (counts[i] != 0) {
         *failed_op = (*unit.checks)[i].op_index;
-        return MakeOpError((*unit.checks)[i].kind, (*unit.checks)[i].message);
+        return base::MakeOpError((*unit.checks)[i].kind, (*unit.checks)[i].message);
       }
     }
     for (size_t i = 0; i < unit.outputs.size(); ++i) {
@@ -299,7 +299,7 @@ static absl::Status RunOnHost(void* entry, const CompiledUnit& unit, const std::
     for (size_t i = 0; i < counts.size(); ++i) {
       if (counts[i] != 0) {
         *failed_op = (*unit.checks)[i].op_index;
-        return MakeOpError((*unit.checks)[i].kind, (*unit.checks)[i].message);
+        return base::MakeOpError((*unit.checks)[i].kind, (*unit.checks)[i].message);
       }
     }
     for (size_t i = 0; i < unit.outputs.size(); ++i) {

@@ -22,7 +22,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
-#include "runtime/op_error.h"
+#include "base/op_error.h"
 #include "runtime/op_record.h"
 
 namespace trn::runtime {
@@ -84,7 +84,7 @@ struct OutputBuffer {
 struct CheckSlot {
   int64_t op_index = 0;
   std::string message;
-  ErrorKind kind = ErrorKind::kIndex;  // what the failure raises (ZeroDivisionError: kRuntime)
+  base::ErrorKind kind = base::ErrorKind::kIndex;  // what the failure raises (ZeroDivisionError: kRuntime)
 };
 
 // One run of a compiled group: the code plus this run's buffers (same geometry as the buffers

@@ -1,10 +1,10 @@
 #include "runtime/device_model.h"
 
 #include "absl/strings/str_cat.h"
-#include "runtime/knobs.h"
+#include "base/knobs.h"
 #include "runtime/op_runner.h"
-#include "runtime/profiler.h"
-#include "runtime/source_table.h"
+#include "base/profiler.h"
+#include "base/source_table.h"
 
 namespace trn::runtime {
 
@@ -12,7 +12,7 @@ namespace nc = neuroncore;
 
 DeviceModel* DeviceModel::Get() {
   static DeviceModel* model = []() -> DeviceModel* {
-    const absl::StatusOr<Knobs>& k = GetKnobs();
+    const absl::StatusOr<base::Knobs>& k = base::GetKnobs();
     if (!k.ok() || k->target == "host") return nullptr;
     std::optional<nc::TargetSpec> spec = nc::TargetByName(k->target);
     return spec ? new DeviceModel(*spec) : nullptr;  // never destroyed: used until exit
@@ -30,8 +30,8 @@ int64_t ViewBytes(const at::Tensor& t) {
 absl::Status DeviceModel::Run(const nc::InstructionStream& stream, const std::vector<nc::HostBinding>& bindings,
                               const std::vector<OpRecord>& ops) {
   nc::RunOptions options;
-  options.trace = profiler::Enabled();
-  const double wall_begin = options.trace ? profiler::NowUs() : 0;
+  options.trace = base::profiler::Enabled();
+  const double wall_begin = options.trace ? base::profiler::NowUs() : 0;
   absl::StatusOr<nc::RunReport> report = nc::Run(stream, target_, bindings, options);
   if (!report.ok()) return report.status();
   {
@@ -52,16 +52,17 @@ absl::Status DeviceModel::Run(const nc::InstructionStream& stream, const std::ve
   // wall time the group started, with modeled durations.
   std::array<size_t, nc::kEngines> open{};
   std::array<bool, nc::kEngines> has{};
-  std::array<profiler::Event, nc::kEngines> pending;
+  std::array<base::profiler::Event, nc::kEngines> pending;
   auto flush = [&](int e) {
     if (!has[e]) return;
-    profiler::AddToLane(std::move(pending[e]),
-                        absl::StrCat("NeuronCore ", target_.name, " (modeled): ", nc::EngineName(static_cast<nc::Engine>(e))));
+    base::profiler::AddToLane(
+        std::move(pending[e]),
+        absl::StrCat("NeuronCore ", target_.name, " (modeled): ", nc::EngineName(static_cast<nc::Engine>(e))));
     has[e] = false;
   };
   for (const nc::InstructionSpan& s : report->trace) {
     const int e = static_cast<int>(s.engine);
-    profiler::Event& ev = pending[e];
+    base::profiler::Event& ev = pending[e];
     if (has[e] && open[e] == s.source_op) {
       ev.end_us = wall_begin + s.end_ns / 1000.0;
       ev.nargs[0].second += 1;
@@ -71,7 +72,7 @@ absl::Status DeviceModel::Run(const nc::InstructionStream& stream, const std::ve
     flush(e);
     has[e] = true;
     open[e] = s.source_op;
-    ev = profiler::Event();
+    ev = base::profiler::Event();
     ev.cat = "device";
     const bool known = s.source_op < ops.size();
     ev.name = absl::StrCat(known ? OpName(ops[s.source_op].op) : std::string("?"), " (modeled)");

@@ -5,11 +5,11 @@
 #include "absl/strings/str_cat.h"
 #include "runtime/host_view.h"
 #include "runtime/instant_kernels.h"
-#include "runtime/blocking.h"
-#include "runtime/op_error.h"
+#include "base/blocking.h"
+#include "base/op_error.h"
 #include "runtime/op_runner.h"
 #include "runtime/poison.h"
-#include "runtime/profiler.h"
+#include "base/profiler.h"
 #include "runtime/schema_util.h"
 #include "runtime/threads.h"
 
@@ -75,7 +75,7 @@ int SpareCores() { return std::max(0, static_cast<int>(std::thread::hardware_con
 
 }  // namespace
 
-Executor::Executor(ExecutorOptions options, Stats* stats)
+Executor::Executor(ExecutorOptions options, base::Stats* stats)
     : options_(options),
       stats_(stats),
       kernel_pool_(std::make_unique<KernelPool>(static_cast<int>(options.kernel_helpers), stats, &waiting_,
@@ -128,7 +128,7 @@ void Executor::Submit(ExecUnit unit) {
   // Backpressure. Locking: the blocking hooks (which release and retake the GIL) run outside
   // mu_: `lock` is released before `wait` retakes the GIL. A unit larger than max_pending is
   // admitted once the queue is below the bound (progress is guaranteed).
-  ScopedBlockingWait wait;
+  base::ScopedBlockingWait wait;
   WaitingScope counted(*this);
   absl::MutexLock lock(&mu_);
   mu_.Await(absl::Condition(this, &Executor::HasRoom));
@@ -147,7 +147,7 @@ absl::Status Executor::Wait() {
       idle = Idle();
     }
     if (!idle) {
-      ScopedBlockingWait wait;
+      base::ScopedBlockingWait wait;
       absl::MutexLock lock(&mu_);
       mu_.Await(absl::Condition(this, &Executor::Idle));
     }
@@ -185,7 +185,7 @@ void Executor::Loop() {
   KernelPool::SetForThisThread(kernel_pool_.get());
   ExecutorWarningHandler handler(this);
   c10::WarningUtils::WarningHandlerGuard guard(&handler);
-  profiler::NameThisThread("executor");
+  base::profiler::NameThisThread("executor");
   while (true) {
     std::optional<ExecUnit> unit;
     bool poisoned = false;
@@ -329,8 +329,8 @@ bool ReadsPoison(const ExecUnit& unit) {
   return false;
 }
 
-std::vector<SourceId> DistinctLines(const std::vector<OpRecord>& ops, size_t begin = 0, size_t end = SIZE_MAX) {
-  std::vector<SourceId> lines;
+std::vector<base::SourceId> DistinctLines(const std::vector<OpRecord>& ops, size_t begin = 0, size_t end = SIZE_MAX) {
+  std::vector<base::SourceId> lines;
   for (size_t i = begin; i < std::min(end, ops.size()); ++i) {
     if (std::find(lines.begin(), lines.end(), ops[i].source) == lines.end()) {
       lines.push_back(ops[i].source);
@@ -365,11 +365,11 @@ void Executor::RunUnit(ExecUnit& unit, bool poisoned) {
       unit.slot != nullptr && DeviceModel::Get() == nullptr && instant::Available()) {
     program = InstantProgramOf(unit);
   }
-  const bool profile = profiler::Enabled();
-  profiler::Event event;
+  const bool profile = base::profiler::Enabled();
+  base::profiler::Event event;
   if (profile) {
     event.cat = "execute";
-    event.begin_us = profiler::NowUs();
+    event.begin_us = base::profiler::NowUs();
     event.sargs = {{"kind", UnitKind(unit, compiled, program != nullptr)}};
     event.name = unit.key.empty() ? OpName(unit.ops.front().op)
                                   : absl::StrCat("group ", unit.key, " (", event.sargs[0].second, ")");
@@ -383,21 +383,21 @@ void Executor::RunUnit(ExecUnit& unit, bool poisoned) {
     event.lines = DistinctLines(unit.ops);
   }
   const int64_t op_by_op_ns = compiled && options_.bench_groups ? GroupBench::RunOpByOpAndRestore(unit.ops) : -1;
-  const int64_t begin_ns = MonotonicNs();
+  const int64_t begin_ns = base::MonotonicNs();
   if (compiled) {
     RunCompiled(unit);
-    const int64_t ns = MonotonicNs() - begin_ns;
-    stats_->AddTime(HostTime::kExecCompiled, ns, n);
+    const int64_t ns = base::MonotonicNs() - begin_ns;
+    stats_->AddTime(base::HostTime::kExecCompiled, ns, n);
     if (unit.slot != nullptr && unit.compiled->code->info().tier == 0) unit.slot->AddPayoffNs(ns);  // for a tier-up
     if (op_by_op_ns >= 0) group_bench_.Record(unit.key, unit.ops, op_by_op_ns, ns);
   } else if (program != nullptr) {
     const bool awaiting = unit.slot->failure().ok();
     const int64_t bench_ns = options_.bench_groups ? GroupBench::RunOpByOpAndRestore(unit.ops) : -1;
-    const int64_t instant_begin_ns = bench_ns >= 0 ? MonotonicNs() : begin_ns;
+    const int64_t instant_begin_ns = bench_ns >= 0 ? base::MonotonicNs() : begin_ns;
     unit.compiled.reset();
     RunInstant(unit, *program, profile && n > 1);
-    const int64_t ns = MonotonicNs() - instant_begin_ns;
-    stats_->AddTime(HostTime::kExecInstant, ns, n);
+    const int64_t ns = base::MonotonicNs() - instant_begin_ns;
+    stats_->AddTime(base::HostTime::kExecInstant, ns, n);
     stats_->CountInstantRun(n, program->chained_ops());
     // What its first build would save now: the time it takes in the instant tier (compile_pool.h).
     if (awaiting) unit.slot->AddPayoffNs(ns);
@@ -409,13 +409,13 @@ void Executor::RunUnit(ExecUnit& unit, bool poisoned) {
     const bool awaiting = !poisoned && !reads_poison && unit.slot != nullptr && unit.slot->failure().ok();
     unit.compiled.reset();
     RunOpByOp(unit, poisoned, profile && n > 1);
-    const int64_t ns = MonotonicNs() - begin_ns;
-    stats_->AddTime(HostTime::kExecOpByOp, ns, n);
+    const int64_t ns = base::MonotonicNs() - begin_ns;
+    stats_->AddTime(base::HostTime::kExecOpByOp, ns, n);
     if (awaiting) unit.slot->AddPayoffNs(ns);  // what its first build would save (compile_pool.h)
   }
   if (profile) {
-    event.end_us = profiler::NowUs();
-    profiler::Add(std::move(event));
+    event.end_us = base::profiler::NowUs();
+    base::profiler::Add(std::move(event));
   }
   if (options_.retain_finished) {
     ReleaseEarly(unit);
@@ -510,7 +510,7 @@ void Executor::RunOneOp(ExecUnit& unit, int64_t i, bool poisoned, bool profile) 
     --queued_ops_;
     poisoned = poisoned || !first_error_.ok();
   }
-  const double begin = profile ? profiler::NowUs() : 0;
+  const double begin = profile ? base::profiler::NowUs() : 0;
   absl::Status status;
   // After the sync that reported a failure, an op reading what the failure poisoned is skipped
   // (and poisons what it writes): poison.h.
@@ -531,13 +531,13 @@ void Executor::RunOneOp(ExecUnit& unit, int64_t i, bool poisoned, bool profile) 
     }
   }
   if (profile) {
-    profiler::Event e;
+    base::profiler::Event e;
     e.cat = "execute";
     e.name = OpName(record.op);
     e.begin_us = begin;
-    e.end_us = profiler::NowUs();
+    e.end_us = base::profiler::NowUs();
     e.lines = {record.source};
-    profiler::Add(std::move(e));
+    base::profiler::Add(std::move(e));
   }
   Finish(record, std::move(status), poisoned || !poisoned_input.ok(), poisoned_input, unit, false);
 }
@@ -545,12 +545,12 @@ void Executor::RunOneOp(ExecUnit& unit, int64_t i, bool poisoned, bool profile) 
 std::shared_ptr<const InstantProgram> Executor::InstantProgramOf(const ExecUnit& unit) {
   std::shared_ptr<const InstantProgram> program = unit.slot->instant();
   if (program == nullptr) {
-    const int64_t begin = MonotonicNs();
+    const int64_t begin = base::MonotonicNs();
     std::vector<at::Tensor> outputs;
     outputs.reserve(unit.compiled->outputs.size());
     for (const OutputBuffer& o : unit.compiled->outputs) outputs.push_back(o.tensor);
     program = InstantProgram::Build(unit.ops, outputs);
-    stats_->CountInstantBuild(MonotonicNs() - begin);
+    stats_->CountInstantBuild(base::MonotonicNs() - begin);
     unit.slot->SetInstant(program);
   }
   return program->chained_ops() > 0 ? program : nullptr;
@@ -571,7 +571,7 @@ void Executor::RunInstant(ExecUnit& unit, const InstantProgram& program, bool pr
       running_ = ExecutedOp{first.op, first.source, first.seq, false, unit.key, n, false};
       poisoned = !first_error_.ok();
     }
-    const double begin = profile ? profiler::NowUs() : 0;
+    const double begin = profile ? base::profiler::NowUs() : 0;
     // (The unit read no poisoned storage when it started; an op that failed since set first_error_.)
     if (!poisoned && !program.RunChain(step.chain, unit.ops)) {
       for (int32_t i = step.begin; i < step.end; ++i) RunOneOp(unit, i, false, profile);  // a scalar was not real
@@ -582,14 +582,14 @@ void Executor::RunInstant(ExecUnit& unit, const InstantProgram& program, bool pr
       queued_ops_ -= len;
     }
     if (profile) {
-      profiler::Event e;
+      base::profiler::Event e;
       e.cat = "execute";
       e.name = absl::StrCat("instant chain (", len, " ops)");
       e.begin_us = begin;
-      e.end_us = profiler::NowUs();
+      e.end_us = base::profiler::NowUs();
       e.nargs = {{"ops", static_cast<double>(len)}};
       e.lines = DistinctLines(unit.ops, static_cast<size_t>(step.begin), static_cast<size_t>(step.end));
-      profiler::Add(std::move(e));
+      base::profiler::Add(std::move(e));
     }
     for (int32_t i = step.begin; i < step.end; ++i) {
       if (!poisoned) stats_->CountExecuted();
@@ -606,7 +606,7 @@ void Executor::Finish(const OpRecord& op, absl::Status status, bool skipped, con
   {
     absl::MutexLock lock(&mu_);
     if (!status.ok()) {
-      origin = WithOpContext(status, done.op(), GlobalSourceTable().Format(op.source));
+      origin = base::WithOpContext(status, done.op(), base::GlobalSourceTable().Format(op.source));
       if (first_error_.ok()) first_error_ = origin;
     } else if (skipped) {
       // Skipped for a poisoned input, or because an error is pending (first_error_, set until

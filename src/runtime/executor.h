@@ -33,7 +33,7 @@
 #include "runtime/kernel_pool.h"
 #include "runtime/op_record.h"
 #include "runtime/op_runner.h"
-#include "runtime/stats.h"
+#include "base/stats.h"
 #include "runtime/unit_ring.h"
 
 namespace trn::runtime {
@@ -42,7 +42,7 @@ struct ExecutedOp {
   // The op (its name is built only when asked for: the executor fills one of these per op).
   std::optional<c10::OperatorHandle> handle;
   std::string op() const { return handle.has_value() ? OpName(*handle) : std::string(); }
-  SourceId source = kNoSource;
+  base::SourceId source = base::kNoSource;
   uint64_t seq = 0;
   bool failed = false;
   // The group the op belongs to ("" outside groups), its op count, and whether it runs as
@@ -101,7 +101,7 @@ class Executor {
  public:
   // Finished units the recording thread lets wait before it releases them (ReleaseFinished).
   static constexpr size_t kReleaseBatch = 32;
-  Executor(ExecutorOptions options, Stats* stats);
+  Executor(ExecutorOptions options, base::Stats* stats);
   ~Executor();  // finishes queued work, then joins the thread
   Executor(const Executor&) = delete;
   Executor& operator=(const Executor&) = delete;
@@ -192,7 +192,7 @@ class Executor {
   void ReleaseFinished(size_t at_least);
 
   const ExecutorOptions options_;
-  Stats* const stats_;
+  base::Stats* const stats_;
   GroupBench group_bench_;
   // Threads blocked on this executor (Wait, WaitFinishedThrough, Submit's backpressure): while
   // one waits, its core is idle and the kernel pool's helper may use it (kernel_pool.h).

@@ -7,7 +7,7 @@
 #include "runtime/host_view.h"
 #include "runtime/op_runner.h"
 #include "runtime/schema_util.h"
-#include "runtime/stats.h"
+#include "base/stats.h"
 
 namespace trn::runtime {
 
@@ -37,9 +37,9 @@ int64_t GroupBench::RunOpByOpAndRestore(const std::vector<OpRecord>& ops) {
   bool ok = true;
   for (const OpRecord& r : ops) ok = ok && ExecuteRecord(r).ok();
   restore();
-  const int64_t begin = MonotonicNs();
+  const int64_t begin = base::MonotonicNs();
   for (const OpRecord& r : ops) ok = ok && ExecuteRecord(r).ok();
-  const int64_t ns = MonotonicNs() - begin;
+  const int64_t ns = base::MonotonicNs() - begin;
   restore();
   return ok ? ns : -1;
 }

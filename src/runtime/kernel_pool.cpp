@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <chrono>
 
-#include "runtime/profiler.h"
+#include "base/profiler.h"
 #include "runtime/threads.h"
 
 namespace trn::runtime {
@@ -26,11 +26,11 @@ constexpr int64_t kMaxBalanceNs = 10'000'000;
 KernelPool* KernelPool::OfThisThread() { return this_thread_pool; }
 void KernelPool::SetForThisThread(KernelPool* pool) { this_thread_pool = pool; }
 
-KernelPool::KernelPool(int helpers, Stats* stats, const std::atomic<int>* recorder_waiting, int spare_cores)
+KernelPool::KernelPool(int helpers, base::Stats* stats, const std::atomic<int>* recorder_waiting, int spare_cores)
     : stats_(stats), recorder_waiting_(recorder_waiting), spare_cores_(spare_cores) {
   for (int i = 0; i < helpers; ++i) {
     threads_.emplace_back([this, i] {
-      profiler::NameThisThread(i == 0 ? "kernel helper" : "kernel helper " + std::to_string(i));
+      base::profiler::NameThisThread(i == 0 ? "kernel helper" : "kernel helper " + std::to_string(i));
       SetOpenMpThreads(1);
       Helper();
     });
@@ -56,14 +56,14 @@ KernelPool::Ran KernelPool::RunChunks() {
       if ((v >> 32) != (generation & 0xffffffffu) || static_cast<int>(v & 0xffffffffu) >= n) return ran;
       index = static_cast<int>(v & 0xffffffffu);
     } while (!next_.compare_exchange_weak(v, v + 1, std::memory_order_acq_rel, std::memory_order_acquire));
-    const int64_t begin = SteadyNs();
+    const int64_t begin = base::SteadyNs();
     try {
       (*fn_)(index);
     } catch (...) {
       absl::MutexLock lock(&error_mu_);
       if (!error_) error_ = std::current_exception();
     }
-    ran.ns += SteadyNs() - begin;
+    ran.ns += base::SteadyNs() - begin;
     ++ran.chunks;
     done_.fetch_add(1, std::memory_order_acq_rel);
   }
@@ -107,7 +107,7 @@ bool KernelPool::HelpersMayRun() const {
 
 void KernelPool::ParallelFor(int n, const std::function<void(int)>& fn, int64_t expected_ns) {
   if (n <= 0) return;
-  const int64_t start = SteadyNs();
+  const int64_t start = base::SteadyNs();
   const bool short_for_sleepers = expected_ns >= 0 && expected_ns < kWakeWorthNs &&
                                   sleepers_.load(std::memory_order_acquire) >= static_cast<int>(threads_.size());
   if (threads_.empty() || n == 1 || short_for_sleepers || (alone_until_ns_ != 0 && start < alone_until_ns_) ||
@@ -145,7 +145,7 @@ void KernelPool::ParallelFor(int n, const std::function<void(int)>& fn, int64_t 
       std::this_thread::yield();
     }
   }
-  const int64_t end = SteadyNs();
+  const int64_t end = base::SteadyNs();
   // What the split gained: the kernel alone would have taken about n of the executor's own
   // chunks (they are of equal size); a straggler makes that negative. The balance of recent
   // gains decides: a few stalls among many splits that pay keep the splits going.
@@ -192,12 +192,12 @@ void RunSplitLoop(void* fn, int64_t* slots, int64_t lo, int64_t hi) {
   // which in nanoseconds rounded to 0 and made a 10 ms loop look short enough to run alone.
   const auto known = pool->nest_ps_per_iteration_.find(fn);
   const int64_t expected = known == pool->nest_ps_per_iteration_.end() ? -1 : known->second * n / 1000;
-  const int64_t begin = SteadyNs();
+  const int64_t begin = base::SteadyNs();
   pool->ParallelFor(static_cast<int>(chunks), [&](int c) {
     body(lo + n * c / chunks, lo + n * (c + 1) / chunks, slots);
   }, expected);
   if (pool->nest_ps_per_iteration_.size() < 4096 || known != pool->nest_ps_per_iteration_.end()) {
-    pool->nest_ps_per_iteration_[fn] = (SteadyNs() - begin) * 1000 / n;
+    pool->nest_ps_per_iteration_[fn] = (base::SteadyNs() - begin) * 1000 / n;
   }
 }
 

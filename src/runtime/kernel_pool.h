@@ -47,7 +47,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/synchronization/mutex.h"
-#include "runtime/stats.h"
+#include "base/stats.h"
 
 namespace trn::runtime {
 
@@ -56,14 +56,14 @@ class KernelPool {
   // `stats` (may be null) counts the loop nests RunSplitLoop splits. `recorder_waiting` (may be
   // null: every helper splits) counts the threads waiting for the executor; `spare_cores` is
   // the number of cores left beside the executor's and the recording thread's.
-  explicit KernelPool(int helpers, Stats* stats = nullptr, const std::atomic<int>* recorder_waiting = nullptr,
+  explicit KernelPool(int helpers, base::Stats* stats = nullptr, const std::atomic<int>* recorder_waiting = nullptr,
                       int spare_cores = 0);
   ~KernelPool();
   KernelPool(const KernelPool&) = delete;
   KernelPool& operator=(const KernelPool&) = delete;
 
   int helpers() const { return static_cast<int>(threads_.size()); }
-  Stats* stats() const { return stats_; }
+  base::Stats* stats() const { return stats_; }
   // Runs fn(i) for every i in [0, n), on the calling thread and the helpers; returns when all
   // ran. The first exception a chunk threw is rethrown here (after every chunk finished).
   // `expected_ns`, when known (>= 0), is about how long the whole kernel takes on one thread:
@@ -92,7 +92,7 @@ class KernelPool {
   // Whether a kernel may split now (see "Whose cores" above).
   bool HelpersMayRun() const;
 
-  Stats* const stats_;
+  base::Stats* const stats_;
   const std::atomic<int>* const recorder_waiting_;
   const int spare_cores_;
   std::vector<std::thread> threads_;

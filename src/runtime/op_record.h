@@ -12,7 +12,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "runtime/source_table.h"
+#include "base/source_table.h"
 
 namespace trn::runtime {
 
@@ -25,7 +25,7 @@ struct OpRecord {
   // Per schema return: the device tensor (or tensor list) that receives a freshly computed
   // result, or None when the return aliases an argument (in-place / out= / view).
   std::vector<c10::IValue> outputs;
-  SourceId source = kNoSource;
+  base::SourceId source = base::kNoSource;
   uint64_t seq = 0;  // stream position, assigned by the scheduler
   // The recording thread (a hash of its id), set by the scheduler: forward and optimizer ops come
   // from the Python thread, backward ops from autograd's device thread. Groups end where it

@@ -2,11 +2,14 @@
 
 #include <ATen/core/Tensor.h>
 #include <c10/core/impl/LocalDispatchKeySet.h>
+#include <c10/util/Exception.h>
+
+#include <exception>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "runtime/host_view.h"
-#include "runtime/op_error.h"
+#include "base/op_error.h"
 #include "runtime/split_matmul.h"
 
 namespace trn::runtime {
@@ -17,16 +20,42 @@ absl::Status CopyResult(const c10::OperatorHandle& op, const at::Tensor& dst, co
     return absl::OkStatus();
   }
   if (dst.sizes() != src.sizes()) {
-    return MakeOpError(ErrorKind::kRuntime,
-                       absl::StrCat("internal: the Meta kernel of ", OpName(op), " predicted sizes [",
-                                    absl::StrJoin(dst.sizes(), ","), "] but the CPU kernel returned [",
-                                    absl::StrJoin(src.sizes(), ","), "]"));
+    return base::MakeOpError(base::ErrorKind::kRuntime,
+                             absl::StrCat("internal: the Meta kernel of ", OpName(op), " predicted sizes [",
+                                          absl::StrJoin(dst.sizes(), ","), "] but the CPU kernel returned [",
+                                          absl::StrJoin(src.sizes(), ","), "]"));
   }
   HostAlias(dst).copy_(src);
   return absl::OkStatus();
 }
 
 }  // namespace
+
+absl::Status StatusFromCurrentException() {
+  try {
+    throw;
+  } catch (const c10::IndexError& e) {
+    return base::MakeOpError(base::ErrorKind::kIndex, e.what_without_backtrace());
+  } catch (const c10::ValueError& e) {
+    return base::MakeOpError(base::ErrorKind::kValue, e.what_without_backtrace());
+  } catch (const c10::TypeError& e) {
+    return base::MakeOpError(base::ErrorKind::kType, e.what_without_backtrace());
+  } catch (const c10::NotImplementedError& e) {
+    return base::MakeOpError(base::ErrorKind::kNotImplemented, e.what_without_backtrace());
+  } catch (const c10::LinAlgError& e) {
+    return base::MakeOpError(base::ErrorKind::kLinAlg, e.what_without_backtrace());
+  } catch (const c10::OutOfMemoryError& e) {
+    return base::MakeOpError(base::ErrorKind::kOutOfMemory, e.what_without_backtrace());
+  } catch (const c10::DistBackendError& e) {
+    return base::MakeOpError(base::ErrorKind::kDistBackend, e.what_without_backtrace());
+  } catch (const c10::Error& e) {
+    return base::MakeOpError(base::ErrorKind::kRuntime, e.what_without_backtrace());
+  } catch (const std::exception& e) {
+    return base::MakeOpError(base::ErrorKind::kRuntime, e.what());
+  } catch (...) {
+    return base::MakeOpError(base::ErrorKind::kRuntime, "unknown C++ exception");
+  }
+}
 
 std::string OpName(const c10::OperatorHandle& op) {
   const auto& name = op.operator_name();

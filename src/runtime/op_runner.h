@@ -19,6 +19,10 @@ absl::Status RunOnHost(const c10::OperatorHandle& op, const std::vector<c10::IVa
 // Runs `record` and writes fresh results into its output tensors.
 absl::Status ExecuteRecord(const OpRecord& record);
 
+// Converts the exception currently being handled (call inside a catch block) to a status: a
+// c10::Error subclass to the error kind of its Python class (op_error.h), anything else to kRuntime.
+absl::Status StatusFromCurrentException();
+
 // "aten::add.Tensor" (schema name + overload).
 std::string OpName(const c10::OperatorHandle& op);
 

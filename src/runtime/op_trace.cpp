@@ -12,7 +12,7 @@
 #include "absl/synchronization/mutex.h"
 #include "runtime/host_view.h"
 #include "runtime/op_runner.h"
-#include "runtime/source_table.h"
+#include "base/source_table.h"
 
 namespace trn::runtime::optrace {
 namespace {
@@ -126,7 +126,7 @@ void Add(const OpRecord& record) {
   Trace* trace = t.geometry ? &t : nullptr;
   nlohmann::json op;
   op["op"] = OpName(record.op);
-  op["source"] = GlobalSourceTable().Format(record.source);
+  op["source"] = base::GlobalSourceTable().Format(record.source);
   nlohmann::json args = nlohmann::json::object();
   const auto& schema = record.op.schema().arguments();
   for (size_t i = 0; i < record.args.size(); ++i) {

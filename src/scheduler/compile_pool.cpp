@@ -10,7 +10,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
-#include "runtime/profiler.h"
+#include "base/profiler.h"
 
 namespace trn::scheduler {
 
@@ -79,7 +79,7 @@ bool CompilePool::ParkedDue() const { return !parked_.empty() && parked_.front()
 void CompilePool::Worker(int index) {
   // Below the recording and executor threads (Linux: nice is per thread).
   setpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)), options_.nice);
-  runtime::profiler::NameThisThread(absl::StrCat(options_.thread_name, " ", index));
+  base::profiler::NameThisThread(absl::StrCat(options_.thread_name, " ", index));
   while (true) {
     Job job;
     {

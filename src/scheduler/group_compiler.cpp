@@ -19,8 +19,8 @@
 #include "mlir_lowering/parallel_passes.h"
 #include "mlir_lowering/trn_compile.h"
 #include "runtime/kernel_pool.h"
-#include "runtime/log.h"
-#include "runtime/profiler.h"
+#include "base/log.h"
+#include "base/profiler.h"
 #include "trn_version.h"
 
 namespace trn::scheduler {
@@ -88,11 +88,11 @@ void GroupCompiler::NoteTrnFallback(const CompileRequest& request, const trn::ir
     first = ++trn_fallbacks_[reason] == 1;
   }
   if (first) {
-    runtime::Log(runtime::LogLevel::kInfo,
-                 absl::StrCat("group ", request.key_hex, " (", request.ops, " ops, first at ",
-                              runtime::GlobalSourceTable().Format(request.lines.empty() ? runtime::kNoSource
-                                                                                        : request.lines.front()),
-                              ") runs as host code on ", options_.target, ": ", reason));
+    base::Log(base::LogLevel::kInfo,
+              absl::StrCat("group ", request.key_hex, " (", request.ops, " ops, first at ",
+                           base::GlobalSourceTable().Format(request.lines.empty() ? base::kNoSource
+                                                                                  : request.lines.front()),
+                           ") runs as host code on ", options_.target, ": ", reason));
   }
 }
 
@@ -131,7 +131,7 @@ CompileRequest CompileRequest::Of(const GroupPlan& plan, const std::vector<runti
   r.num_outputs = static_cast<int>(plan.outputs.size()) +
                   (plan.checks == nullptr ? 0 : static_cast<int>(plan.checks->size()));
   r.ops = static_cast<int64_t>(ops.size());
-  absl::flat_hash_set<runtime::SourceId> seen;
+  absl::flat_hash_set<base::SourceId> seen;
   for (const runtime::OpRecord& op : ops) {
     if (seen.insert(op.source).second) {
       r.lines.push_back(op.source);
@@ -140,7 +140,7 @@ CompileRequest CompileRequest::Of(const GroupPlan& plan, const std::vector<runti
   return r;
 }
 
-GroupCompiler::GroupCompiler(CompilerOptions options, runtime::Stats* stats, runtime::cache::CacheStats* cache_stats)
+GroupCompiler::GroupCompiler(CompilerOptions options, base::Stats* stats, runtime::cache::CacheStats* cache_stats)
     : options_(std::move(options)),
       stats_(stats),
       cache_stats_(cache_stats),
@@ -177,30 +177,30 @@ absl::StatusOr<runtime::CodeSlot::Code> GroupCompiler::Link(const Artifact& arti
 std::optional<runtime::CodeSlot::Code> GroupCompiler::FromDisk(const CompileRequest& request, const Levels& levels,
                                                                int tier) {
   if (disk_ == nullptr) return std::nullopt;
-  const double begin_us = runtime::profiler::NowUs();
+  const double begin_us = base::profiler::NowUs();
   std::optional<Artifact> artifact = disk_->Load(request.key_material, levels);
   if (!artifact.has_value()) return std::nullopt;
   if (artifact->num_inputs != request.num_inputs || artifact->num_outputs != request.num_outputs) {
     disk_->RejectLoaded(request.key_material, levels, "entry point arity differs from the group's");
     return std::nullopt;
   }
-  const double read_us = runtime::profiler::NowUs();
+  const double read_us = base::profiler::NowUs();
   absl::StatusOr<runtime::CodeSlot::Code> code = Link(*artifact, tier);
   if (!code.ok()) {
     disk_->RejectLoaded(request.key_material, levels, std::string(code.status().message()));
     return std::nullopt;
   }
-  if (runtime::profiler::Enabled()) {  // the load's read + verify and its link, on this thread's lane
-    runtime::profiler::Event e;
+  if (base::profiler::Enabled()) {  // the load's read + verify and its link, on this thread's lane
+    base::profiler::Event e;
     e.cat = "load";
     e.name = absl::StrCat("load ", request.key_hex, " ", levels.Suffix(), " from disk");
     e.begin_us = begin_us;
-    e.end_us = runtime::profiler::NowUs();
+    e.end_us = base::profiler::NowUs();
     e.lines = request.lines;
     e.sargs = {{"key", request.key_hex}};
     e.nargs = {{"read_ms", (read_us - begin_us) / 1e3}, {"link_ms", (e.end_us - read_us) / 1e3},
                {"bytes", static_cast<double>(artifact->object.size())}};
-    runtime::profiler::Add(std::move(e));
+    base::profiler::Add(std::move(e));
   }
   return *code;
 }
@@ -223,10 +223,10 @@ std::optional<runtime::CodeSlot::Code> GroupCompiler::FromPeer(const CompileRequ
       artifact.ok() ? Link(*artifact, tier) : absl::StatusOr<runtime::CodeSlot::Code>(artifact.status());
   if (!code.ok()) {
     cache_stats_->Update([](runtime::cache::CacheCounters& c) { ++c.remote_errors; });
-    runtime::Log(runtime::LogLevel::kWarning,
-                 absl::StrCat("distributed compile cache: the build of ", name,
-                              " published by another rank is not usable (", code.status().message(),
-                              "); compiling it here"));
+    base::Log(base::LogLevel::kWarning,
+              absl::StrCat("distributed compile cache: the build of ", name,
+                           " published by another rank is not usable (", code.status().message(),
+                           "); compiling it here"));
     return std::nullopt;
   }
   cache_stats_->Update([](runtime::cache::CacheCounters& c) { ++c.remote_fetches; });
@@ -333,7 +333,7 @@ absl::StatusOr<GroupCompiler::Built> GroupCompiler::Compile(const CompileRequest
     absl::MutexLock lock(&mu_);
     AppendHistory(&compiled_keys_, request.key_hex);
   }
-  const double profile_begin = runtime::profiler::NowUs();
+  const double profile_begin = base::profiler::NowUs();
   const auto start = std::chrono::steady_clock::now();
   auto compile = [&]() -> absl::StatusOr<Built> {
     absl::StatusOr<std::string> mlir = EmitIr(request);
@@ -439,23 +439,23 @@ absl::StatusOr<GroupCompiler::Built> GroupCompiler::Compile(const CompileRequest
       first = logged_failures_.insert(reason).second;
     }
     if (first) {
-      runtime::Log(runtime::LogLevel::kWarning,
-                   absl::StrCat("group ", request.key_hex, " (", request.ops, " ops, first at ",
-                                runtime::GlobalSourceTable().Format(request.lines.empty() ? runtime::kNoSource
-                                                                                          : request.lines.front()),
-                                ") did not compile; it runs op by op. Reason: ", reason));
+      base::Log(base::LogLevel::kWarning,
+                absl::StrCat("group ", request.key_hex, " (", request.ops, " ops, first at ",
+                             base::GlobalSourceTable().Format(request.lines.empty() ? base::kNoSource
+                                                                                    : request.lines.front()),
+                             ") did not compile; it runs op by op. Reason: ", reason));
     }
   }
-  if (runtime::profiler::Enabled()) {
-    runtime::profiler::Event e;
+  if (base::profiler::Enabled()) {
+    base::profiler::Event e;
     e.cat = "compile";
     e.name = absl::StrCat("compile ", request.key_hex, " -O", opt_level, cg != opt_level ? absl::StrCat(" (codegen -O", cg, ")") : "");
     e.begin_us = profile_begin;
-    e.end_us = runtime::profiler::NowUs();
+    e.end_us = base::profiler::NowUs();
     e.lines = request.lines;
     e.sargs = {{"key", request.key_hex}, {"result", result.ok() ? "ok" : std::string(result.status().message().substr(0, 200))}};
     e.nargs = {{"ops", static_cast<double>(request.ops)}, {"tier", tier}, {"opt_level", opt_level}, {"codegen_level", cg}, {"ms", ms}};
-    runtime::profiler::Add(std::move(e));
+    base::profiler::Add(std::move(e));
   }
   return result;
 }

@@ -29,7 +29,7 @@
 #include "runtime/code_cache.h"
 #include "runtime/code_loader.h"
 #include "runtime/compiled_run.h"
-#include "runtime/stats.h"
+#include "base/stats.h"
 #include "scheduler/group_key.h"
 #include "scheduler/plan_cache.h"
 
@@ -64,7 +64,7 @@ struct CompileRequest {
   int num_inputs = 0;   // runtime-scalar buffer included
   int num_outputs = 0;  // device-side check counters included
   int64_t ops = 0;
-  std::vector<runtime::SourceId> lines;  // distinct source lines of the group's ops (profiles)
+  std::vector<base::SourceId> lines;  // distinct source lines of the group's ops (profiles)
 
   // The request of planned group `plan` whose records are `ops`.
   static CompileRequest Of(const GroupPlan& plan, const std::vector<runtime::OpRecord>& ops);
@@ -79,7 +79,7 @@ struct BuildResult {
 
 class GroupCompiler {
  public:
-  GroupCompiler(CompilerOptions options, runtime::Stats* stats, runtime::cache::CacheStats* cache_stats);
+  GroupCompiler(CompilerOptions options, base::Stats* stats, runtime::cache::CacheStats* cache_stats);
   ~GroupCompiler();
 
   // The levels of a final build (NEURON_OPT_LEVEL) and of adaptive's fast first build.
@@ -151,7 +151,7 @@ class GroupCompiler {
   void NoteTrnFallback(const CompileRequest& request, const trn::ir::Refusal& refusal);
 
   const CompilerOptions options_;
-  runtime::Stats* const stats_;
+  base::Stats* const stats_;
   runtime::cache::CacheStats* const cache_stats_;
   const runtime::cache::Identity identity_;
   runtime::CodeCache cache_;

@@ -3,7 +3,7 @@
 #include <memory>
 
 #include "absl/strings/str_cat.h"
-#include "runtime/log.h"
+#include "base/log.h"
 #include "runtime/op_runner.h"
 #include "scheduler/cut_policy.h"
 
@@ -14,7 +14,7 @@ using mlir_lowering::GroupLowering;
 
 class Cutter {
  public:
-  Cutter(const std::vector<runtime::OpRecord>& records, int64_t max_ops, runtime::Stats* stats,
+  Cutter(const std::vector<runtime::OpRecord>& records, int64_t max_ops, base::Stats* stats,
          const SegmentRefs* refs)
       : records_(records), policy_(CutPolicy::UpTo(max_ops)), stats_(stats), refs_(refs) {}
 
@@ -70,9 +70,9 @@ class Cutter {
     }
     cut_ = mlir_lowering::IsCut(status) && start_ < i;
     if (mlir_lowering::IsCut(status)) {
-      runtime::Log(runtime::LogLevel::kDebug,
-                   absl::StrCat("group cut before ", runtime::OpName(records_[i].op), " at ",
-                                runtime::GlobalSourceTable().Format(records_[i].source), ": ", status.message()));
+      base::Log(base::LogLevel::kDebug,
+                absl::StrCat("group cut before ", runtime::OpName(records_[i].op), " at ",
+                             base::GlobalSourceTable().Format(records_[i].source), ": ", status.message()));
     }
     const bool failure = !mlir_lowering::IsCut(status) && status.code() != absl::StatusCode::kUnimplemented;
     if (failure) {
@@ -135,7 +135,7 @@ class Cutter {
 
   const std::vector<runtime::OpRecord>& records_;
   const CutPolicy policy_;
-  runtime::Stats* stats_;
+  base::Stats* stats_;
   const SegmentRefs* refs_;
   std::unique_ptr<GroupLowering> group_;
   size_t start_ = 0;
@@ -149,7 +149,7 @@ class Cutter {
 }  // namespace
 
 std::vector<CutUnit> CutNext(const std::vector<runtime::OpRecord>& records, size_t begin, int64_t max_group_ops,
-                             runtime::Stats* stats, const SegmentRefs* refs) {
+                             base::Stats* stats, const SegmentRefs* refs) {
   return Cutter(records, max_group_ops, stats, refs).Run(begin);
 }
 

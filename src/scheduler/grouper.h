@@ -24,7 +24,7 @@
 
 #include "mlir_lowering/group_lowering.h"
 #include "runtime/op_record.h"
-#include "runtime/stats.h"
+#include "base/stats.h"
 #include "scheduler/segment_refs.h"
 
 namespace trn::scheduler {
@@ -56,6 +56,6 @@ struct CutUnit {
 // before that group, the group, and the op after it when that op runs op by op. `refs`: what the
 // flush decided about the records' storages (liveness); null: use counts alone decide.
 std::vector<CutUnit> CutNext(const std::vector<runtime::OpRecord>& records, size_t begin, int64_t max_group_ops,
-                             runtime::Stats* stats, const SegmentRefs* refs = nullptr);
+                             base::Stats* stats, const SegmentRefs* refs = nullptr);
 
 }  // namespace trn::scheduler

@@ -65,7 +65,7 @@ std::vector<std::string> MissExplainer::Diff(const std::vector<OpDesc>& before, 
   // name the first one; property differences after it would be noise.
   for (size_t i = 0; i < before.size() && i < after.size(); ++i) {
     if (before[i].name != after[i].name) {
-      return {absl::StrCat("op ", i, " at ", runtime::GlobalSourceTable().Format(after[i].source), " is ",
+      return {absl::StrCat("op ", i, " at ", base::GlobalSourceTable().Format(after[i].source), " is ",
                            after[i].name, ", was ", before[i].name, " (the same lines issued different ops)")};
     }
   }
@@ -73,7 +73,7 @@ std::vector<std::string> MissExplainer::Diff(const std::vector<OpDesc>& before, 
     const OpDesc& b = before[i];
     const OpDesc& a = after[i];
     const std::string where =
-        absl::StrCat(a.name, " at ", runtime::GlobalSourceTable().Format(a.source));
+        absl::StrCat(a.name, " at ", base::GlobalSourceTable().Format(a.source));
     for (size_t p = 0; p < a.props.size() && p < b.props.size(); ++p) {
       if (a.props[p] != b.props[p]) {
         changes.push_back(absl::StrCat(where, ": ", a.props[p].first, " ", b.props[p].second, " -> ", a.props[p].second));
@@ -102,7 +102,7 @@ std::optional<std::string> MissExplainer::OnMiss(const std::string& key_hex, con
   bool any_line = false;
   for (const runtime::OpRecord& op : ops) {
     absl::StrAppend(&signature, op.source, ",");
-    any_line |= op.source != runtime::kNoSource;
+    any_line |= op.source != base::kNoSource;
   }
   if (!any_line) return std::nullopt;
   std::vector<OpDesc> now;
@@ -136,7 +136,7 @@ std::optional<std::string> MissExplainer::OnMiss(const std::string& key_hex, con
   }
   explained_.insert(std::move(explanation_key));
   return absl::StrCat("group ", key_hex, " (", ops.size(), " ops, first at ",
-                      runtime::GlobalSourceTable().Format(ops.front().source), ") recompiles (was ", previous,
+                      base::GlobalSourceTable().Format(ops.front().source), ") recompiles (was ", previous,
                       "): ", what);
 }
 

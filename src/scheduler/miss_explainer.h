@@ -40,7 +40,7 @@ class MissExplainer {
   // One op's comparable properties ("input 1 sizes" -> "[8, 128]"), in argument order.
   struct OpDesc {
     std::string name;
-    runtime::SourceId source = runtime::kNoSource;
+    base::SourceId source = base::kNoSource;
     std::vector<std::pair<std::string, std::string>> props;
   };
   static OpDesc Describe(const runtime::OpRecord& op);

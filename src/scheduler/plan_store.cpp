@@ -199,8 +199,8 @@ absl::StatusOr<StoredPlan> DecodePlan(Reader* r, size_t index) {
       c.op_index = r->I64();
       c.message = r->Str();
       const uint32_t kind = r->U32();
-      if (kind > static_cast<uint32_t>(runtime::ErrorKind::kDistBackend)) return Malformed(index, "a check of no error kind");
-      c.kind = static_cast<runtime::ErrorKind>(kind);
+      if (kind > static_cast<uint32_t>(base::ErrorKind::kDistBackend)) return Malformed(index, "a check of no error kind");
+      c.kind = static_cast<base::ErrorKind>(kind);
       if (c.op_index < 0 || c.op_index >= plan->len) return Malformed(index, "a check outside the group");
       checks->push_back(std::move(c));
     }

@@ -5,7 +5,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "runtime/host_view.h"
-#include "runtime/log.h"
+#include "base/log.h"
 #include "runtime/op_runner.h"
 #include "scheduler/grouper.h"
 
@@ -80,7 +80,7 @@ std::shared_ptr<GroupPlan> PlanOf(const std::vector<runtime::OpRecord>& records,
 }  // namespace
 
 SegmentPlanner::SegmentPlanner(std::vector<runtime::OpRecord> segment, PlanCache* cache, int64_t max_group_ops,
-                               runtime::Stats* stats, const SegmentRefs* refs, PlanStore* store)
+                               base::Stats* stats, const SegmentRefs* refs, PlanStore* store)
     : records_(std::move(segment)), cache_(cache), max_group_ops_(max_group_ops), stats_(stats), store_(store) {
   if (refs == nullptr) {
     own_refs_ = SegmentRefs::Of(records_);
@@ -282,10 +282,10 @@ PlannedUnit SegmentPlanner::Next() {
     return out;
   }
   ++misses_;
-  if (runtime::LogEnabled(runtime::LogLevel::kDebug)) {
-    runtime::Log(runtime::LogLevel::kDebug,
-                 absl::StrCat("plan cache miss at op ", pos_, " of ", records_.size(), " (", runtime::OpName(records_[pos_].op),
-                              " at ", runtime::GlobalSourceTable().Format(records_[pos_].source), ")"));
+  if (base::LogEnabled(base::LogLevel::kDebug)) {
+    base::Log(base::LogLevel::kDebug,
+              absl::StrCat("plan cache miss at op ", pos_, " of ", records_.size(), " (", runtime::OpName(records_[pos_].op),
+                           " at ", base::GlobalSourceTable().Format(records_[pos_].source), ")"));
   }
   Cut();
   return Next();

@@ -19,7 +19,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "mlir_lowering/group_lowering.h"
 #include "runtime/op_record.h"
-#include "runtime/stats.h"
+#include "base/stats.h"
 #include "scheduler/plan_cache.h"
 #include "scheduler/plan_store.h"
 #include "scheduler/segment_refs.h"
@@ -41,7 +41,7 @@ class SegmentPlanner {
   // null: SegmentRefs::Of(segment), as if no earlier work held references.
   // `store`: the plan cache's disk tier, or null.
   SegmentPlanner(std::vector<runtime::OpRecord> segment, PlanCache* cache, int64_t max_group_ops,
-                 runtime::Stats* stats, const SegmentRefs* refs, PlanStore* store = nullptr);
+                 base::Stats* stats, const SegmentRefs* refs, PlanStore* store = nullptr);
   SegmentPlanner(const SegmentPlanner&) = delete;
   SegmentPlanner& operator=(const SegmentPlanner&) = delete;
 
@@ -76,7 +76,7 @@ class SegmentPlanner {
   std::vector<runtime::OpRecord> records_;
   PlanCache* const cache_;
   const int64_t max_group_ops_;
-  runtime::Stats* const stats_;
+  base::Stats* const stats_;
   std::optional<SegmentRefs> own_refs_;
   const SegmentRefs* refs_ = nullptr;
   size_t pos_ = 0;

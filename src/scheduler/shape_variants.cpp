@@ -11,7 +11,7 @@ bool ShapeVariants::Admit(const std::string& key_hex, const std::vector<runtime:
   bool any_line = false;
   for (const runtime::OpRecord& op : ops) {
     absl::StrAppend(&sequence, runtime::OpName(op.op), "@", op.source, ",");
-    any_line |= op.source != runtime::kNoSource;
+    any_line |= op.source != base::kNoSource;
   }
   if (!any_line) return true;
   absl::MutexLock lock(&mu_);

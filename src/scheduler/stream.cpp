@@ -6,12 +6,12 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
-#include "runtime/blocking.h"
+#include "base/blocking.h"
 #include "runtime/cache/remote_auth.h"
-#include "runtime/log.h"
+#include "base/log.h"
 #include "runtime/op_runner.h"
 #include "runtime/op_trace.h"
-#include "runtime/profiler.h"
+#include "base/profiler.h"
 #include "scheduler/grouper.h"
 
 namespace trn::scheduler {
@@ -19,19 +19,19 @@ namespace {
 
 thread_local int64_t flush_ns_on_thread = 0;
 
-bool Adaptive(const runtime::Knobs& knobs) { return knobs.mode == runtime::Mode::kAdaptive; }
+bool Adaptive(const base::Knobs& knobs) { return knobs.mode == base::Mode::kAdaptive; }
 
 // Eager mode on a trn target: each op is a group of one, compiled when its signature is first
 // seen (the group key; memory cache only, as in eager mode) and run on the NeuronCore model at
 // once. That is compile mode with one-op groups flushed at every op.
-bool EagerOnTrn(const runtime::Knobs& knobs) {
-  return knobs.mode == runtime::Mode::kEager && knobs.target != "host";
+bool EagerOnTrn(const base::Knobs& knobs) {
+  return knobs.mode == base::Mode::kEager && knobs.target != "host";
 }
-runtime::Mode StreamMode(const runtime::Knobs& knobs) {
-  return EagerOnTrn(knobs) ? runtime::Mode::kCompile : knobs.mode;
+base::Mode StreamMode(const base::Knobs& knobs) {
+  return EagerOnTrn(knobs) ? base::Mode::kCompile : knobs.mode;
 }
 
-CompilerOptions CompilerOptionsOf(const runtime::Knobs& knobs) {
+CompilerOptions CompilerOptionsOf(const base::Knobs& knobs) {
   CompilerOptions o;
   o.opt_level = knobs.opt_level;
   o.verify_passes = knobs.verify_passes;
@@ -39,7 +39,7 @@ CompilerOptions CompilerOptionsOf(const runtime::Knobs& knobs) {
   o.dump_mlir_dir = knobs.dump_mlir_dir;
   o.test_fault = knobs.test_compile_fault;
   o.memory = runtime::CodeCacheLimits{knobs.cache_mem_entries, knobs.cache_mem_bytes};
-  if (knobs.mode != runtime::Mode::kEager) {  // eager compiles nothing: leave the caches alone
+  if (knobs.mode != base::Mode::kEager) {  // eager compiles nothing: leave the caches alone
     o.disk = runtime::cache::DiskCacheOptions{knobs.cache_dir, knobs.cache_readonly, knobs.cache_disk_bytes,
                                               knobs.test_cache_uid, knobs.test_cache_fault};
     o.distributed = knobs.cache_distributed;
@@ -58,7 +58,7 @@ CompilerOptions CompilerOptionsOf(const runtime::Knobs& knobs) {
 
 int64_t FlushNsOnThisThread() { return flush_ns_on_thread; }
 
-Stream::Stream(const runtime::Knobs& knobs, runtime::Stats* stats)
+Stream::Stream(const base::Knobs& knobs, base::Stats* stats)
     : mode_(StreamMode(knobs)),
       launch_blocking_(knobs.launch_blocking),
       // Compile mode flushes a segment once it holds about a group's worth of ops (at a
@@ -73,7 +73,7 @@ Stream::Stream(const runtime::Knobs& knobs, runtime::Stats* stats)
       variants_(knobs.shape_variants),
       compiler_(CompilerOptionsOf(knobs), stats, &cache_stats_),
       // The context of a stored plan: what besides the records decides the cuts.
-      plan_store_(compiler_.disk() == nullptr || !knobs.cache_plans || mode_ == runtime::Mode::kEager
+      plan_store_(compiler_.disk() == nullptr || !knobs.cache_plans || mode_ == base::Mode::kEager
                       ? nullptr
                       : std::make_unique<PlanStore>(compiler_.disk(),
                                                     absl::StrCat(Adaptive(knobs) ? "adaptive" : "compile", " ops ",
@@ -84,14 +84,14 @@ Stream::Stream(const runtime::Knobs& knobs, runtime::Stats* stats)
                                                      static_cast<int>(knobs.compile_nice), knobs.cache_poll_ms},
                                   &compiler_)
                             : nullptr),
-      builders_(StreamMode(knobs) != runtime::Mode::kCompile ? nullptr
+      builders_(StreamMode(knobs) != base::Mode::kCompile ? nullptr
                                 : std::make_unique<CompilePool>(
                                       CompilePoolOptions{static_cast<int>(knobs.compile_workers), INT64_MAX,
                                                          /*tiering=*/false, knobs.opt_level, /*nice=*/0,
                                                          knobs.cache_poll_ms, "segment builder"},
                                       &compiler_)),
       executor_(runtime::ExecutorOptions{knobs.max_pending_ops, knobs.last_ops_capacity,
-                                         /*retain_finished=*/StreamMode(knobs) != runtime::Mode::kEager,
+                                         /*retain_finished=*/StreamMode(knobs) != base::Mode::kEager,
                                          knobs.executor_threads, knobs.bench_groups, knobs.matmul_threads - 1,
                                          knobs.instant_tier},
                 stats) {}
@@ -99,14 +99,14 @@ Stream::Stream(const runtime::Knobs& knobs, runtime::Stats* stats)
 absl::Status Stream::Record(runtime::OpRecord record, double record_begin_us) {
   stats_->CountRecorded();
   if (runtime::optrace::Enabled()) runtime::optrace::Add(record);
-  if (runtime::profiler::Enabled()) {
-    runtime::profiler::Event e;
+  if (base::profiler::Enabled()) {
+    base::profiler::Event e;
     e.cat = "record";
     e.name = runtime::OpName(record.op);
     e.begin_us = record_begin_us;
-    e.end_us = runtime::profiler::NowUs();
+    e.end_us = base::profiler::NowUs();
     e.lines = {record.source};
-    runtime::profiler::Add(std::move(e));
+    base::profiler::Add(std::move(e));
   }
   bool full = false;
   // Content-defined cuts (cut_policy.h): the fingerprint, outside the lock (~0.1 µs).
@@ -151,13 +151,13 @@ bool Stream::Append(runtime::OpRecord record) {
 
 absl::Status Stream::Sync(const std::string& reason) {
   stats_->CountSync(reason);
-  const double begin = runtime::profiler::NowUs();
+  const double begin = base::profiler::NowUs();
   runtime::Executor::WaitingScope waiting(executor_);  // from the flush on: nothing is recorded until it returns
   const uint64_t flushed = Groups() ? Flush() : 0;
-  const int64_t wait_begin = runtime::MonotonicNs();
+  const int64_t wait_begin = base::MonotonicNs();
   absl::Status status = executor_.Wait();
-  stats_->AddTime(runtime::HostTime::kSyncWait, runtime::MonotonicNs() - wait_begin, 1);
-  if (mode_ != runtime::Mode::kEager) {  // the executor retires units in these modes
+  stats_->AddTime(base::HostTime::kSyncWait, base::MonotonicNs() - wait_begin, 1);
+  if (mode_ != base::Mode::kEager) {  // the executor retires units in these modes
     ReleaseThrough(flushed);  // everything ran: drop the finished units' tensors
   }
   if (builders_ != nullptr || pool_ != nullptr) {
@@ -166,27 +166,27 @@ absl::Status Stream::Sync(const std::string& reason) {
     // (what cache_stats() reads).
     compiler_.cache().Trim();
   }
-  if (runtime::profiler::Enabled()) {
-    runtime::profiler::Event e;
+  if (base::profiler::Enabled()) {
+    base::profiler::Event e;
     e.cat = "sync";
     e.name = absl::StrCat("sync: ", reason);
     e.begin_us = begin;
-    e.end_us = runtime::profiler::NowUs();
+    e.end_us = base::profiler::NowUs();
     e.sargs = {{"reason", reason}};
-    runtime::profiler::Add(std::move(e));
+    base::profiler::Add(std::move(e));
   }
   return status;
 }
 
 void Stream::WaitForCompiles() {
   if (pool_ != nullptr) {
-    runtime::ScopedBlockingWait no_gil;
+    base::ScopedBlockingWait no_gil;
     pool_->WaitIdle();
   }
 }
 
 void Stream::ShutdownCompiles() {
-  runtime::ScopedBlockingWait no_gil;
+  base::ScopedBlockingWait no_gil;
   if (pool_ != nullptr) {
     pool_->Shutdown();
   }
@@ -203,7 +203,7 @@ void Stream::ExplainMiss(const std::string& key_hex, const std::vector<runtime::
     cache_stats_.Update([&](runtime::cache::CacheCounters& c) { c.explainer_forgotten += forgotten; });
   }
   if (!why.has_value()) return;
-  runtime::Log(runtime::LogLevel::kInfo, *why);
+  base::Log(base::LogLevel::kInfo, *why);
   cache_stats_.Update([&](runtime::cache::CacheCounters& c) {
     if (c.miss_explanations.size() < runtime::cache::kMaxMissExplanations) c.miss_explanations.push_back(*why);
   });
@@ -212,7 +212,7 @@ void Stream::ExplainMiss(const std::string& key_hex, const std::vector<runtime::
 void Stream::RefreshRemote() {
   runtime::cache::RemoteTier* remote = compiler_.remote();
   if (remote == nullptr || remote->known_store() != nullptr) return;
-  const int64_t now = runtime::SteadyNs();
+  const int64_t now = base::SteadyNs();
   // Throttled, except for a while after a process group was created (remote_tier.h).
   if (!runtime::cache::RemoteRefreshDue(now, remote_refreshed_ns_, runtime::cache::ProcessGroupCreatedNs())) {
     return;
@@ -295,8 +295,8 @@ runtime::ExecUnit Stream::MakeGroupUnit(PlannedUnit& p) {
 }
 
 std::vector<runtime::ExecUnit> Stream::PlanSegment(std::vector<runtime::OpRecord> records, const SegmentRefs& refs) {
-  const int64_t begin_ns = runtime::MonotonicNs();
-  const double begin = runtime::profiler::NowUs();
+  const int64_t begin_ns = base::MonotonicNs();
+  const double begin = base::profiler::NowUs();
   const size_t n = records.size();
   const std::vector<std::pair<size_t, c10::StorageImpl*>>& releases = refs.releases();
   size_t next_release = 0;
@@ -323,17 +323,17 @@ std::vector<runtime::ExecUnit> Stream::PlanSegment(std::vector<runtime::OpRecord
   }
   planner.Persist();
   stats_->CountPlans(planner.cache_hits(), planner.cache_misses());
-  stats_->AddTime(runtime::HostTime::kPlan, runtime::MonotonicNs() - begin_ns, static_cast<int64_t>(n));
-  if (runtime::profiler::Enabled()) {
-    runtime::profiler::Event e;
+  stats_->AddTime(base::HostTime::kPlan, base::MonotonicNs() - begin_ns, static_cast<int64_t>(n));
+  if (base::profiler::Enabled()) {
+    base::profiler::Event e;
     e.cat = "plan";
     e.name = absl::StrCat("plan ", n, " ops into ", units.size(), " units");
     e.begin_us = begin;
-    e.end_us = runtime::profiler::NowUs();
+    e.end_us = base::profiler::NowUs();
     e.nargs = {{"ops", static_cast<double>(n)}, {"units", static_cast<double>(units.size())},
                {"plan_hits", static_cast<double>(planner.cache_hits())},
                {"plan_misses", static_cast<double>(planner.cache_misses())}};
-    runtime::profiler::Add(std::move(e));
+    base::profiler::Add(std::move(e));
   }
   return units;
 }
@@ -342,7 +342,7 @@ uint64_t Stream::Flush() {
   // Without the GIL for the whole flush (another Python thread may run meanwhile). Taking
   // flush_mu_ while still holding the GIL could deadlock with a flushing thread waiting to
   // retake it.
-  runtime::ScopedBlockingWait no_gil;
+  base::ScopedBlockingWait no_gil;
   absl::MutexLock flush(&flush_mu_);
   std::vector<runtime::OpRecord> segment;
   // The next segment's vector is allocated here, outside mu_, at this segment's likely size:
@@ -359,20 +359,20 @@ uint64_t Stream::Flush() {
     return batches_;
   }
   last_flush_ops_ = std::max(segment.size(), size_t{16});
-  const int64_t begin_ns = runtime::MonotonicNs();
+  const int64_t begin_ns = base::MonotonicNs();
   const size_t n = segment.size();
   struct CountFlush {
-    runtime::Stats* stats;
+    base::Stats* stats;
     int64_t begin, ops;
     int64_t waited = 0;  // waiting for the executor (counted as kSyncWait, not as flushing)
     ~CountFlush() {
-      const int64_t ns = runtime::MonotonicNs() - begin;
+      const int64_t ns = base::MonotonicNs() - begin;
       flush_ns_on_thread += ns;
-      stats->AddTime(runtime::HostTime::kFlush, ns - waited, ops);
-      stats->AddTime(runtime::HostTime::kSyncWait, waited, 0);
+      stats->AddTime(base::HostTime::kFlush, ns - waited, ops);
+      stats->AddTime(base::HostTime::kSyncWait, waited, 0);
     }
   } count_flush{stats_, begin_ns, static_cast<int64_t>(n)};
-  const double begin = runtime::profiler::NowUs();
+  const double begin = base::profiler::NowUs();
   const uint64_t batch = ++batches_;
   // What the references at this point of the stream decide (liveness, memory freed early:
   // segment_refs.h); the executor plans the segment with it when its turn comes, so the
@@ -384,14 +384,14 @@ uint64_t Stream::Flush() {
   job.batch = batch;
   job.plan = [this, refs](std::vector<runtime::OpRecord> records) { return PlanSegment(std::move(records), *refs); };
   executor_.Submit(std::move(job));
-  if (runtime::profiler::Enabled()) {
-    runtime::profiler::Event e;
+  if (base::profiler::Enabled()) {
+    base::profiler::Event e;
     e.cat = "record";
     e.name = absl::StrCat("flush ", n, " ops");
     e.begin_us = begin;
-    e.end_us = runtime::profiler::NowUs();
+    e.end_us = base::profiler::NowUs();
     e.nargs = {{"ops", static_cast<double>(n)}};
-    runtime::profiler::Add(std::move(e));
+    base::profiler::Add(std::move(e));
   }
   if (builders_ != nullptr) {
     compiler_.cache().Trim();  // builds of earlier flushes may have passed the memory tier's limits
@@ -399,9 +399,9 @@ uint64_t Stream::Flush() {
   // Units finished two flushes ago release their tensors now (waiting for them if the executor
   // is behind): a point fixed in the stream, so storage use counts do not depend on timing.
   if (batch > kRetiredBatches) {
-    const int64_t wait_begin = runtime::MonotonicNs();
+    const int64_t wait_begin = base::MonotonicNs();
     executor_.WaitFinishedThrough(batch - kRetiredBatches);
-    count_flush.waited = runtime::MonotonicNs() - wait_begin;
+    count_flush.waited = base::MonotonicNs() - wait_begin;
     ReleaseThrough(batch - kRetiredBatches);
   }
   return batch;

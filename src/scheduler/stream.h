@@ -36,8 +36,8 @@
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
 #include "runtime/executor.h"
-#include "runtime/knobs.h"
-#include "runtime/stats.h"
+#include "base/knobs.h"
+#include "base/stats.h"
 #include "scheduler/compile_pool.h"
 #include "scheduler/cut_policy.h"
 #include "scheduler/group_compiler.h"
@@ -56,7 +56,7 @@ int64_t FlushNsOnThisThread();
 
 class Stream {
  public:
-  Stream(const runtime::Knobs& knobs, runtime::Stats* stats);
+  Stream(const base::Knobs& knobs, base::Stats* stats);
 
   // Appends `record` to the stream. With launch_blocking, also runs it and returns its error.
   // `record_begin_us`: profiler time at which recording the op started (0: not profiling).
@@ -64,7 +64,7 @@ class Stream {
   // Runs everything recorded so far; returns the first error since the last sync. `reason`
   // names the sync point in stats ("item", "to_host", "user", ...).
   absl::Status Sync(const std::string& reason);
-  runtime::Mode mode() const { return mode_; }
+  base::Mode mode() const { return mode_; }
   runtime::Executor& executor() { return executor_; }
   GroupCompiler& compiler() { return compiler_; }
   runtime::cache::CacheStats& cache_stats() { return cache_stats_; }
@@ -80,7 +80,7 @@ class Stream {
   void ShutdownCompiles();
 
  private:
-  bool Groups() const { return mode_ != runtime::Mode::kEager && !launch_blocking_; }
+  bool Groups() const { return mode_ != base::Mode::kEager && !launch_blocking_; }
   // Numbers `record` and submits it (eager) or appends it to the pending segment; returns
   // whether the segment should be flushed now (flush_policy_).
   bool Append(runtime::OpRecord record) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -96,11 +96,11 @@ class Stream {
   void RefreshRemote() ABSL_EXCLUSIVE_LOCKS_REQUIRED(flush_mu_);
   void ExplainMiss(const std::string& key_hex, const std::vector<runtime::OpRecord>& ops);
 
-  const runtime::Mode mode_;
+  const base::Mode mode_;
   const bool launch_blocking_;
   const CutPolicy flush_policy_;  // when pending ops are flushed without a sync point
   const int64_t max_group_ops_;
-  runtime::Stats* const stats_;
+  base::Stats* const stats_;
   const std::string dump_dir_;  // NEURON_DUMP_MLIR
   absl::Mutex mu_;
   uint64_t next_seq_ ABSL_GUARDED_BY(mu_) = 1;

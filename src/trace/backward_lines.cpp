@@ -11,8 +11,8 @@ uint64_t NodeKey(uint64_t thread_id, uint64_t seq) { return (thread_id << 48) ^ 
 
 }  // namespace
 
-void BackwardLines::RememberForward(runtime::SourceId forward) {
-  if (forward == runtime::kNoSource) {
+void BackwardLines::RememberForward(base::SourceId forward) {
+  if (forward == base::kNoSource) {
     return;
   }
   const uint64_t seq = at::sequence_number::peek();
@@ -32,22 +32,22 @@ void BackwardLines::RememberForward(runtime::SourceId forward) {
   }
 }
 
-runtime::SourceId BackwardLines::LookupBackward() {
+base::SourceId BackwardLines::LookupBackward() {
   c10::intrusive_ptr<torch::autograd::Node> node = torch::autograd::get_current_node();
   if (!node) {
-    return runtime::kNoSource;
+    return base::kNoSource;
   }
   const uint64_t key = NodeKey(node->thread_id(), node->sequence_nr());
   absl::MutexLock lock(&mu_);
   auto it = by_node_.find(key);
   if (it == by_node_.end()) {
-    return runtime::kNoSource;
+    return base::kNoSource;
   }
-  auto [bw, inserted] = backward_of_.try_emplace(it->second, runtime::kNoSource);
+  auto [bw, inserted] = backward_of_.try_emplace(it->second, base::kNoSource);
   if (inserted) {
-    runtime::SourceLocation loc = runtime::GlobalSourceTable().Lookup(it->second);
+    base::SourceLocation loc = base::GlobalSourceTable().Lookup(it->second);
     loc.function += loc.function.empty() ? "(backward)" : " (backward)";
-    bw->second = runtime::GlobalSourceTable().Intern(loc);
+    bw->second = base::GlobalSourceTable().Intern(loc);
   }
   return bw->second;
 }

@@ -14,7 +14,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/synchronization/mutex.h"
-#include "runtime/source_table.h"
+#include "base/source_table.h"
 
 namespace trn::trace {
 
@@ -22,16 +22,16 @@ class BackwardLines {
  public:
   explicit BackwardLines(size_t capacity = 1 << 16) : capacity_(capacity) {}
   // Call while recording a forward op whose inputs require grad (grad mode on).
-  void RememberForward(runtime::SourceId forward);
+  void RememberForward(base::SourceId forward);
   // The "(backward)" location of the node the calling thread is evaluating, or kNoSource.
-  runtime::SourceId LookupBackward();
+  base::SourceId LookupBackward();
 
  private:
   const size_t capacity_;
   absl::Mutex mu_;
-  absl::flat_hash_map<uint64_t, runtime::SourceId> by_node_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<uint64_t, base::SourceId> by_node_ ABSL_GUARDED_BY(mu_);
   std::deque<uint64_t> order_ ABSL_GUARDED_BY(mu_);
-  absl::flat_hash_map<runtime::SourceId, runtime::SourceId> backward_of_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<base::SourceId, base::SourceId> backward_of_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace trn::trace

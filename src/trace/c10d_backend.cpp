@@ -11,7 +11,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
-#include "runtime/blocking.h"
+#include "base/blocking.h"
 #include "runtime/cache/remote_tier.h"
 #include "trace/collective.h"
 #include "trace/device_state.h"
@@ -76,8 +76,8 @@ class NeuronWork : public c10d::Work {
       if (wait_recorded_) return;
       wait_recorded_ = true;
     }
-    const runtime::SourceId source = SourceForOp(State(), {});
-    runtime::ScopedBlockingWait no_gil;
+    const base::SourceId source = SourceForOp(State(), {});
+    base::ScopedBlockingWait no_gil;
     RecordCollectiveWait(outputs_, call_, source);
   }
 
@@ -353,11 +353,11 @@ class NeuronBackend final : public c10d::Backend {
     // (the distributed compile cache looks for its store), which another thread may hold while
     // it waits for that lock. The sequence number the ranks compare is taken when the executor
     // runs the collective, in stream order (CollectiveCall::Run).
-    const runtime::SourceId source = SourceForOp(State(), {});
+    const base::SourceId source = SourceForOp(State(), {});
     auto call = c10::make_intrusive<CollectiveCall>(gloo_, op, std::move(start), deferred, sig, std::move(keep),
                                                     sequence_);
     {
-      runtime::ScopedBlockingWait no_gil;
+      base::ScopedBlockingWait no_gil;
       RecordCollective(op, outputs, inputs, call, source);
     }
     Tensors results = outputs.empty() ? inputs : outputs;

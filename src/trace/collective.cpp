@@ -10,8 +10,8 @@
 #include "absl/strings/str_cat.h"
 #include "runtime/host_view.h"
 #include "runtime/op_record.h"
-#include "runtime/profiler.h"
-#include "runtime/stats.h"
+#include "base/profiler.h"
+#include "base/stats.h"
 #include "trace/device_state.h"
 #include "trace/graph_replay.h"
 #include "trace/snapshot.h"
@@ -62,8 +62,8 @@ c10::List<at::Tensor> Snapshots(const std::vector<at::Tensor>& ts) {
   return out;
 }
 
-void RecordOp(const c10::OperatorHandle& op, std::vector<c10::IValue> args, runtime::SourceId source) {
-  const double begin = runtime::profiler::NowUs();
+void RecordOp(const c10::OperatorHandle& op, std::vector<c10::IValue> args, base::SourceId source) {
+  const double begin = base::profiler::NowUs();
   DeviceState& state = State();
   CaptureRefuse("a collective");
   runtime::OpRecord record(op, std::move(args));
@@ -181,7 +181,7 @@ void CollectiveCall::CheckSignature() {
 }
 
 void CollectiveCall::Run(std::vector<at::Tensor> outputs, std::vector<at::Tensor> inputs) {
-  const int64_t begin = runtime::MonotonicNs();
+  const int64_t begin = base::MonotonicNs();
   try {
     if (check_.has_value()) {
       check_->v[CollectiveSignature::kSeq] = sequence_->fetch_add(1, std::memory_order_relaxed) + 1;
@@ -197,11 +197,11 @@ void CollectiveCall::Run(std::vector<at::Tensor> outputs, std::vector<at::Tensor
     }
   } catch (const std::exception& e) {
     Finish(absl::InternalError(e.what()));
-    State().stats.CountCollective(name_, runtime::MonotonicNs() - begin, 0);
+    State().stats.CountCollective(name_, base::MonotonicNs() - begin, 0);
     throw;
   }
-  State().stats.CountCollective(name_, runtime::MonotonicNs() - begin, Bytes(deferred_ ? inputs : outputs) +
-                                                                           (deferred_ ? 0 : Bytes(inputs)));
+  State().stats.CountCollective(name_, base::MonotonicNs() - begin, Bytes(deferred_ ? inputs : outputs) +
+                                                                        (deferred_ ? 0 : Bytes(inputs)));
 }
 
 void CollectiveCall::WaitStarted() {
@@ -213,7 +213,7 @@ void CollectiveCall::WaitStarted() {
   if (!started) {
     return;  // (the start failed: the executor reported that op's error)
   }
-  const int64_t begin = runtime::MonotonicNs();
+  const int64_t begin = base::MonotonicNs();
   try {
     started->wait();
     int source = -1;
@@ -228,20 +228,20 @@ void CollectiveCall::WaitStarted() {
     Finish(absl::OkStatus());
   } catch (const std::exception& e) {
     Finish(absl::InternalError(e.what()));
-    State().stats.CountCollective(name_, runtime::MonotonicNs() - begin, 0);
+    State().stats.CountCollective(name_, base::MonotonicNs() - begin, 0);
     throw;
   }
-  State().stats.CountCollective(name_, runtime::MonotonicNs() - begin, 0);
+  State().stats.CountCollective(name_, base::MonotonicNs() - begin, 0);
 }
 
 void RecordCollective(const std::string& op_name, const std::vector<at::Tensor>& outputs,
                       const std::vector<at::Tensor>& inputs, c10::intrusive_ptr<CollectiveCall> call,
-                      runtime::SourceId source) {
+                      base::SourceId source) {
   RecordOp(Op(op_name), {Snapshots(outputs), Snapshots(inputs), c10::IValue(std::move(call))}, source);
 }
 
 void RecordCollectiveWait(const std::vector<at::Tensor>& tensors, c10::intrusive_ptr<CollectiveCall> call,
-                          runtime::SourceId source) {
+                          base::SourceId source) {
   RecordOp(Op("c10d_wait"), {Snapshots(tensors), c10::IValue(std::move(call))}, source);
 }
 

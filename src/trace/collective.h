@@ -33,7 +33,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
-#include "runtime/source_table.h"
+#include "base/source_table.h"
 
 namespace trn::trace {
 
@@ -109,10 +109,10 @@ class CollectiveCall : public torch::CustomClassHolder {
 // from running). Call it without the GIL (the flush may wait for the executor).
 void RecordCollective(const std::string& op_name, const std::vector<at::Tensor>& outputs,
                       const std::vector<at::Tensor>& inputs, c10::intrusive_ptr<CollectiveCall> call,
-                      runtime::SourceId source);
+                      base::SourceId source);
 
 // Records torch_trn::c10d_wait for a deferred collective (its tensors: what later ops wait on).
 void RecordCollectiveWait(const std::vector<at::Tensor>& tensors, c10::intrusive_ptr<CollectiveCall> call,
-                          runtime::SourceId source);
+                          base::SourceId source);
 
 }  // namespace trn::trace

@@ -26,9 +26,9 @@
 #include "runtime/threads.h"
 #include "runtime/host_view.h"
 #include "runtime/block_cache.h"
-#include "runtime/knobs.h"
+#include "base/knobs.h"
 #include "runtime/poison.h"
-#include "runtime/profiler.h"
+#include "base/profiler.h"
 #include "trace/device_state.h"
 #include "trace/fallback.h"
 #include "trace/snapshot.h"
@@ -44,8 +44,8 @@ namespace {
 // (runtime/block_cache.h). Never destroyed: tensors may be freed during process exit.
 runtime::BlockCache& Blocks() {
   static auto* cache = [] {
-    const auto& knobs = runtime::GetKnobs();  // a bad value is reported by the first device op
-    const int64_t capacity = knobs.ok() ? knobs->device_cache_bytes : runtime::Knobs().device_cache_bytes;
+    const auto& knobs = base::GetKnobs();  // a bad value is reported by the first device op
+    const int64_t capacity = knobs.ok() ? knobs->device_cache_bytes : base::Knobs().device_cache_bytes;
     return new runtime::BlockCache(static_cast<size_t>(capacity));
   }();
   return *cache;
@@ -244,7 +244,7 @@ const at::Tensor& Resize(const at::Tensor& self, c10::SymIntArrayRef size, std::
 // aten::copy_ routes every copy that involves our device here (CompositeExplicitAutograd beats
 // a backend fallback, so this needs its own kernel).
 at::Tensor CopyFrom(const at::Tensor& self, const at::Tensor& dst, bool non_blocking) {
-  const double record_begin_us = runtime::profiler::NowUs();
+  const double record_begin_us = base::profiler::NowUs();
   const bool src_dev = runtime::IsDeviceTensor(self);
   const bool dst_dev = runtime::IsDeviceTensor(dst);
   DeviceState& state = State();

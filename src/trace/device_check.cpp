@@ -11,7 +11,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "runtime/host_view.h"
-#include "runtime/op_error.h"
+#include "base/op_error.h"
 #include "runtime/op_runner.h"
 
 namespace trn::trace {
@@ -89,7 +89,7 @@ absl::Status CheckSameDevice(const c10::OperatorHandle& op, const std::vector<c1
   if (!host.has_value() || !device.has_value()) {
     return absl::OkStatus();
   }
-  return runtime::MakeOpError(runtime::ErrorKind::kRuntime, absl::StrCat(
+  return base::MakeOpError(base::ErrorKind::kRuntime, absl::StrCat(
       "Expected all tensors to be on the same device, but got ", host_arg, " is on ", host->str(),
       ", different from other tensors on ", device->str(), " (when checking argument in method ",
       runtime::OpName(op), ")"));

@@ -1,7 +1,7 @@
 #include "trace/device_state.h"
 #include "trace/graph_replay.h"
 
-#include "runtime/profiler.h"
+#include "base/profiler.h"
 
 #include <c10/util/Exception.h>
 
@@ -11,7 +11,7 @@
 #include <string>
 
 #include "runtime/host_view.h"
-#include "runtime/op_error.h"
+#include "base/op_error.h"
 #include "runtime/poison.h"
 
 #include <ATen/CPUGeneratorImpl.h>
@@ -30,8 +30,8 @@ void MarkChildBadFork() { g_in_bad_fork.store(true, std::memory_order_relaxed); 
 bool InBadFork() { return g_in_bad_fork.load(std::memory_order_relaxed); }
 
 absl::Status BadForkError() {
-  return runtime::MakeOpError(
-      runtime::ErrorKind::kRuntime,
+  return base::MakeOpError(
+      base::ErrorKind::kRuntime,
       "Cannot re-initialize neuron in forked subprocess. To use neuron with multiprocessing, you must use the "
       "'spawn' start method (this process was forked after its parent started the neuron device, whose "
       "executor and compiler threads do not exist in a forked child; CPU work is unaffected)");
@@ -42,7 +42,7 @@ DeviceState& State() {
     ThrowIfError(BadForkError());
   }
   static DeviceState* state = [] {
-    const auto& knobs = runtime::GetKnobs();
+    const auto& knobs = base::GetKnobs();
     if (!knobs.ok()) {
       ThrowIfError(knobs.status());
     }
@@ -60,16 +60,16 @@ const at::Generator& DeviceGenerator() {
 
 void SetSourceHook(SourceHook hook) { g_source_hook = hook; }
 
-runtime::SourceId CaptureSource() {
+base::SourceId CaptureSource() {
   SourceHook hook = g_source_hook.load(std::memory_order_acquire);
-  return hook == nullptr ? runtime::kNoSource : hook();
+  return hook == nullptr ? base::kNoSource : hook();
 }
 
-runtime::SourceId SourceForOp(DeviceState& state, const std::vector<c10::IValue>& args) {
-  const runtime::SourceId id = CaptureSource();
-  if (id == runtime::kNoSource) {
-    if (runtime::profiler::Enabled()) {  // no Python frame: the autograd engine's thread
-      runtime::profiler::NameThisThreadIfUnnamed("autograd (backward ops)");
+base::SourceId SourceForOp(DeviceState& state, const std::vector<c10::IValue>& args) {
+  const base::SourceId id = CaptureSource();
+  if (id == base::kNoSource) {
+    if (base::profiler::Enabled()) {  // no Python frame: the autograd engine's thread
+      base::profiler::NameThisThreadIfUnnamed("autograd (backward ops)");
     }
     return state.backward_lines.LookupBackward();
   }
@@ -91,22 +91,22 @@ void ThrowIfError(const absl::Status& status) {
   }
   const std::string msg(status.message());
   const c10::SourceLocation loc{__func__, __FILE__, static_cast<uint32_t>(__LINE__)};
-  switch (runtime::KindOf(status)) {
-    case runtime::ErrorKind::kIndex:
+  switch (base::KindOf(status)) {
+    case base::ErrorKind::kIndex:
       throw c10::IndexError(loc, msg);
-    case runtime::ErrorKind::kValue:
+    case base::ErrorKind::kValue:
       throw c10::ValueError(loc, msg);
-    case runtime::ErrorKind::kType:
+    case base::ErrorKind::kType:
       throw c10::TypeError(loc, msg);
-    case runtime::ErrorKind::kNotImplemented:
+    case base::ErrorKind::kNotImplemented:
       throw c10::NotImplementedError(loc, msg);
-    case runtime::ErrorKind::kLinAlg:
+    case base::ErrorKind::kLinAlg:
       throw c10::LinAlgError(loc, msg);
-    case runtime::ErrorKind::kOutOfMemory:
+    case base::ErrorKind::kOutOfMemory:
       throw c10::OutOfMemoryError(loc, msg);
-    case runtime::ErrorKind::kDistBackend:
+    case base::ErrorKind::kDistBackend:
       throw c10::DistBackendError(loc, msg);
-    case runtime::ErrorKind::kRuntime:
+    case base::ErrorKind::kRuntime:
       break;
   }
   throw c10::Error(loc, msg);
@@ -122,7 +122,7 @@ namespace {
 void FlushWhenBackwardEnds(DeviceState& state) {
   thread_local int queued_for = -1;
   const int task = torch::autograd::get_current_graph_task_id();
-  if (task == -1 || task == queued_for || state.stream.mode() == runtime::Mode::kEager) return;
+  if (task == -1 || task == queued_for || state.stream.mode() == base::Mode::kEager) return;
   queued_for = task;
   torch::autograd::Engine::get_default_engine().queue_callback([&state] { state.stream.Flush(); });
 }

@@ -6,9 +6,9 @@
 #pragma once
 
 #include "absl/status/status.h"
-#include "runtime/knobs.h"
-#include "runtime/source_table.h"
-#include "runtime/stats.h"
+#include "base/knobs.h"
+#include "base/source_table.h"
+#include "base/stats.h"
 #include "scheduler/stream.h"
 #include "trace/backward_lines.h"
 #include "trace/meta_cache.h"
@@ -20,9 +20,9 @@
 namespace trn::trace {
 
 struct DeviceState {
-  explicit DeviceState(const runtime::Knobs& knobs) : knobs(knobs), stream(knobs, &stats) {}
-  const runtime::Knobs knobs;
-  runtime::Stats stats;
+  explicit DeviceState(const base::Knobs& knobs) : knobs(knobs), stream(knobs, &stats) {}
+  const base::Knobs knobs;
+  base::Stats stats;
   scheduler::Stream stream;
   BackwardLines backward_lines;
   MetaCache meta_cache;
@@ -49,14 +49,14 @@ absl::Status BadForkError();
 
 // Source capture: installed by the Python extension; returns kNoSource when no Python frame
 // outside torch is on the calling thread's stack.
-using SourceHook = runtime::SourceId (*)();
+using SourceHook = base::SourceId (*)();
 void SetSourceHook(SourceHook hook);
-runtime::SourceId CaptureSource();
+base::SourceId CaptureSource();
 
 // The source line to record for an op with `args`: the Python caller's line; on the autograd
 // engine's threads, the line of the forward op whose node is being evaluated. Forward ops with
 // inputs that require grad are remembered for that.
-runtime::SourceId SourceForOp(DeviceState& state, const std::vector<c10::IValue>& args);
+base::SourceId SourceForOp(DeviceState& state, const std::vector<c10::IValue>& args);
 
 // Appends a recorded op to the device's stream, throwing its error at the edge (launch blocking).
 // Every op the recorder makes goes through here, so that a graph capture on this thread

@@ -16,9 +16,9 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/container/inlined_vector.h"
 #include "runtime/host_view.h"
-#include "runtime/op_error.h"
+#include "base/op_error.h"
 #include "runtime/op_runner.h"
-#include "runtime/profiler.h"
+#include "base/profiler.h"
 #include "runtime/schema_util.h"
 #include "trace/device_check.h"
 #include "trace/device_state.h"
@@ -116,8 +116,8 @@ void RunNow(const c10::OperatorHandle& op, std::vector<c10::IValue>& args, torch
   std::vector<c10::IValue> results;
   absl::Status status = runtime::RunOnHost(op, host_args, &results);
   if (!status.ok()) {
-    ThrowIfError(runtime::WithOpContext(status, runtime::OpName(op),
-                                        runtime::GlobalSourceTable().Format(CaptureSource())));
+    ThrowIfError(base::WithOpContext(status, runtime::OpName(op),
+                                     base::GlobalSourceTable().Format(CaptureSource())));
   }
   for (size_t i = 0; i < schema.returns().size(); ++i) {
     const int j = AliasedArg(schema, i);
@@ -169,8 +169,8 @@ std::shared_ptr<const MetaOutcome> InferCached(DeviceState& state, const c10::Op
 
 void RecordingFallback(const c10::OperatorHandle& orig_op, torch::jit::Stack* stack) {
   // (The profile's clock only while profiling: one clock read less per op.)
-  const double record_begin_us = runtime::profiler::Enabled() ? runtime::profiler::NowUs() : 0;
-  const int64_t begin_ns = runtime::MonotonicNs();
+  const double record_begin_us = base::profiler::Enabled() ? base::profiler::NowUs() : 0;
+  const int64_t begin_ns = base::MonotonicNs();
   const int64_t flush_ns_before = scheduler::FlushNsOnThisThread();
   const size_t nargs = orig_op.schema().arguments().size();
   std::vector<c10::IValue> args(std::make_move_iterator(stack->end() - nargs), std::make_move_iterator(stack->end()));
@@ -180,8 +180,8 @@ void RecordingFallback(const c10::OperatorHandle& orig_op, torch::jit::Stack* st
   DeviceState& state = State();
   // A non-scalar host tensor next to device tensors: refused before anything runs or is recorded.
   if (absl::Status mismatch = CheckSameDevice(op, args); !mismatch.ok()) {
-    ThrowIfError(runtime::WithOpContext(mismatch, runtime::OpName(op),
-                                        runtime::GlobalSourceTable().Format(CaptureSource())));
+    ThrowIfError(base::WithOpContext(mismatch, runtime::OpName(op),
+                                     base::GlobalSourceTable().Format(CaptureSource())));
   }
   UseDeviceGenerator(schema, &args);
 
@@ -210,7 +210,7 @@ void RecordingFallback(const c10::OperatorHandle& orig_op, torch::jit::Stack* st
   }
   if (!reason.empty()) {
     if (reason != "host read") {
-      state.stats.CountHostFallback(schema.name(), reason, runtime::GlobalSourceTable().Format(CaptureSource()));
+      state.stats.CountHostFallback(schema.name(), reason, base::GlobalSourceTable().Format(CaptureSource()));
     }
     RunNow(op, args, stack);
     return;
@@ -334,7 +334,7 @@ void RecordingFallback(const c10::OperatorHandle& orig_op, torch::jit::Stack* st
     stack->push_back(std::move(o));
   }
   const int64_t flushed = scheduler::FlushNsOnThisThread() - flush_ns_before;
-  state.stats.AddTime(runtime::HostTime::kRecord, runtime::MonotonicNs() - begin_ns - flushed, 1);
+  state.stats.AddTime(base::HostTime::kRecord, base::MonotonicNs() - begin_ns - flushed, 1);
 }
 
 }  // namespace trn::trace

@@ -10,7 +10,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "runtime/host_view.h"
-#include "runtime/profiler.h"
+#include "base/profiler.h"
 #include "runtime/schema_util.h"
 #include "trace/device_state.h"
 #include "trace/fallback.h"
@@ -43,7 +43,7 @@ struct RecordT {
   c10::OperatorHandle op;
   std::vector<ValueT> args;
   std::vector<ValueT> outputs;
-  runtime::SourceId source = runtime::kNoSource;
+  base::SourceId source = base::kNoSource;
 };
 
 struct Slot {
@@ -337,7 +337,7 @@ c10::IValue Value(const ValueT& v, const std::vector<c10::Storage>& st, const st
 
 std::vector<c10::IValue> Run(const GraphTemplate& t, const std::vector<c10::IValue>& inputs) {
   DeviceState& state = State();
-  const int64_t begin_ns = runtime::MonotonicNs();
+  const int64_t begin_ns = base::MonotonicNs();
   std::vector<c10::Storage> st;
   st.reserve(t.slots.size());
   for (const Slot& s : t.slots) {
@@ -363,7 +363,7 @@ std::vector<c10::IValue> Run(const GraphTemplate& t, const std::vector<c10::IVal
     record.outputs.reserve(r.outputs.size());
     for (const ValueT& o : r.outputs) record.outputs.push_back(Value(o, st, inputs));
     record.source = r.source;
-    AppendRecord(state, std::move(record), runtime::profiler::NowUs());
+    AppendRecord(state, std::move(record), base::profiler::NowUs());
     for (int32_t slot : t.release_after[i]) st[slot] = c10::Storage();
   }
   for (int k : t.written_inputs) inputs[k].toTensor().unsafeGetTensorImpl()->bump_version();
@@ -372,8 +372,8 @@ std::vector<c10::IValue> Run(const GraphTemplate& t, const std::vector<c10::IVal
   for (const ValueT& o : t.outputs) outputs.push_back(Value(o, st, inputs));
   const int64_t n = static_cast<int64_t>(t.records.size());
   state.stats.CountGraphReplay(n);
-  state.stats.AddTime(runtime::HostTime::kRecord,
-                      runtime::MonotonicNs() - begin_ns - (scheduler::FlushNsOnThisThread() - flush_ns_before), n);
+  state.stats.AddTime(base::HostTime::kRecord,
+                      base::MonotonicNs() - begin_ns - (scheduler::FlushNsOnThisThread() - flush_ns_before), n);
   return outputs;
 }
 

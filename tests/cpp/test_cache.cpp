@@ -19,9 +19,9 @@
 #include "runtime/code_cache.h"
 #include "runtime/code_loader.h"
 #include "runtime/neuroncore/instruction_stream.h"
-#include "runtime/stats.h"
+#include "base/stats.h"
 #include "runtime/op_record.h"
-#include "runtime/source_table.h"
+#include "base/source_table.h"
 #include "scheduler/miss_explainer.h"
 #include <ATen/ATen.h>
 #include <ATen/core/dispatch/Dispatcher.h>
@@ -347,7 +347,7 @@ TEST_CASE("distributed tier: one claim, the others wait, then fetch; expired lea
 
 TEST_CASE("miss explanations name the first changed op property", "[cache][explain]") {
   using trn::scheduler::MissExplainer;
-  MissExplainer::OpDesc before{"aten::add.Tensor", trn::runtime::kNoSource,
+  MissExplainer::OpDesc before{"aten::add.Tensor", trn::base::kNoSource,
                                {{"input 1 (other) sizes", "[8, 128]"}, {"input 1 (other) dtype", "Float"}}};
   MissExplainer::OpDesc after = before;
   after.props[0].second = "[8, 129]";
@@ -417,7 +417,7 @@ namespace {
 trn::runtime::OpRecord AddAt(const at::Tensor& a, const at::Tensor& b, int line) {
   trn::runtime::OpRecord r(c10::Dispatcher::singleton().findSchemaOrThrow("aten::add", "Tensor"),
                            {a, b, c10::IValue(at::Scalar(1))});
-  r.source = trn::runtime::GlobalSourceTable().Intern({"bounded_model.py", line, "forward"});
+  r.source = trn::base::GlobalSourceTable().Intern({"bounded_model.py", line, "forward"});
   return r;
 }
 }  // namespace
@@ -450,20 +450,20 @@ TEST_CASE("miss explainer: bounded signatures and explanations, forgetting count
 }
 
 TEST_CASE("stats keep a bounded number of distinct fallback and failure reasons", "[bounded]") {
-  trn::runtime::Stats stats;
-  const size_t n = trn::runtime::Stats::kMaxReasons + 10;
+  trn::base::Stats stats;
+  const size_t n = trn::base::Stats::kMaxReasons + 10;
   int first_times = 0;
   for (size_t i = 0; i < n; ++i) {
     stats.CountHostFallback("aten::nonzero", "reason " + std::to_string(i));
     first_times += stats.CountCompileFailure("group " + std::to_string(i) + " failed") ? 1 : 0;
   }
-  const trn::runtime::StatsSnapshot s = stats.Snapshot();
-  CHECK(s.host_fallbacks.size() == trn::runtime::Stats::kMaxReasons + 1);
-  CHECK(s.host_fallbacks.at({"aten::nonzero", trn::runtime::Stats::kOtherReasons}) == 10);
-  CHECK(s.compile_failures.size() == trn::runtime::Stats::kMaxReasons + 1);
-  CHECK(s.compile_failures.at(trn::runtime::Stats::kOtherReasons) == 10);
+  const trn::base::StatsSnapshot s = stats.Snapshot();
+  CHECK(s.host_fallbacks.size() == trn::base::Stats::kMaxReasons + 1);
+  CHECK(s.host_fallbacks.at({"aten::nonzero", trn::base::Stats::kOtherReasons}) == 10);
+  CHECK(s.compile_failures.size() == trn::base::Stats::kMaxReasons + 1);
+  CHECK(s.compile_failures.at(trn::base::Stats::kOtherReasons) == 10);
   // Each kept reason is logged once, and the overflow bucket once.
-  CHECK(first_times == static_cast<int>(trn::runtime::Stats::kMaxReasons) + 1);
+  CHECK(first_times == static_cast<int>(trn::base::Stats::kMaxReasons) + 1);
   // A reason seen before the cap keeps counting under its own name.
   stats.CountHostFallback("aten::nonzero", "reason 3");
   CHECK(stats.Snapshot().host_fallbacks.at({"aten::nonzero", "reason 3"}) == 2);

@@ -83,7 +83,7 @@ TEST_CASE("a collective reads what was recorded before it and later ops see its 
   auto backend = c10::make_intrusive<FakeBackend>();
   at::Tensor x = at::ones({4}).to(Dev()) * 3;  // recorded
   auto call = AllReduce(backend, AllReduceSignature(x));
-  trn::trace::RecordCollective("allreduce", {x}, {}, call, trn::runtime::kNoSource);
+  trn::trace::RecordCollective("allreduce", {x}, {}, call, trn::base::kNoSource);
   at::Tensor y = x + 1;  // recorded after the collective
   CHECK(at::equal(y.cpu(), at::full({4}, 7.0)));
   CHECK(call->Done());
@@ -98,7 +98,7 @@ TEST_CASE("a mismatched signature fails the collective at the next sync, naming 
   auto backend = c10::make_intrusive<FakeBackend>(/*peer_differs=*/true);
   at::Tensor x = at::ones({4}).to(Dev());
   trn::trace::RecordCollective("allreduce", {x}, {}, AllReduce(backend, AllReduceSignature(x)),
-                               trn::runtime::kNoSource);
+                               trn::base::kNoSource);
   try {
     (void)x.cpu();
     FAIL("expected a mismatch error");
@@ -126,7 +126,7 @@ TEST_CASE("a backend failure surfaces as its exception class at the next sync", 
         C10_THROW_ERROR(DistBackendError, "Connection closed by peer");
       },
       false, std::nullopt, std::vector<c10::Storage>{}, std::make_shared<std::atomic<int64_t>>(0));
-  trn::trace::RecordCollective("allreduce", {x}, {}, call, trn::runtime::kNoSource);
+  trn::trace::RecordCollective("allreduce", {x}, {}, call, trn::base::kNoSource);
   CHECK_THROWS_AS(trn::trace::SyncOrThrow("test"), c10::DistBackendError);
   CHECK(call->Done());
   CHECK_FALSE(call->Outcome().ok());
@@ -144,11 +144,11 @@ TEST_CASE("a deferred collective is started by its op and waited for by c10d_wai
       },
       /*deferred=*/true, std::nullopt, std::vector<c10::Storage>{x.storage()},
       std::make_shared<std::atomic<int64_t>>(0));
-  trn::trace::RecordCollective("send", {}, {x}, call, trn::runtime::kNoSource);
+  trn::trace::RecordCollective("send", {}, {x}, call, trn::base::kNoSource);
   trn::trace::SyncOrThrow("test");
   CHECK(waits == 0);  // started, not waited for
   CHECK_FALSE(call->Done());
-  trn::trace::RecordCollectiveWait({x}, call, trn::runtime::kNoSource);
+  trn::trace::RecordCollectiveWait({x}, call, trn::base::kNoSource);
   trn::trace::SyncOrThrow("test");
   CHECK(waits == 1);
   CHECK(call->Done());

@@ -13,7 +13,7 @@
 #include "fake_store.h"
 #include "runtime/cache/remote_tier.h"
 #include "runtime/code_cache.h"
-#include "runtime/stats.h"
+#include "base/stats.h"
 #include "scheduler/compile_pool.h"
 #include "scheduler/group_compiler.h"
 #include <catch2/catch.hpp>
@@ -76,7 +76,7 @@ struct PoolOnStore {
       : provider(std::move(store)), compiler(DistributedOptions(), &stats, &cache_stats),
         pool((compiler.RefreshRemote(), PoolOptions()), &compiler) {}
   StoreProviderGuard provider;
-  trn::runtime::Stats stats;
+  trn::base::Stats stats;
   cache::CacheStats cache_stats;
   trn::scheduler::GroupCompiler compiler;
   CompilePool pool;
@@ -144,7 +144,7 @@ TEST_CASE("jobs parked on a lease when the pool shuts down fail their slots", "[
 TEST_CASE("the compile history keeps the most recent builds only, counting what it dropped", "[compile_pool][bounded]") {
   trn::scheduler::CompilerOptions options;
   options.history_limit = 8;
-  trn::runtime::Stats stats;
+  trn::base::Stats stats;
   cache::CacheStats cache_stats;
   trn::scheduler::GroupCompiler compiler(options, &stats, &cache_stats);
   // Requests without records fail at once, after their first build was recorded.

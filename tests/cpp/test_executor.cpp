@@ -3,8 +3,8 @@
 #include <ATen/ATen.h>
 
 #include "runtime/executor.h"
-#include "runtime/op_error.h"
-#include "runtime/source_table.h"
+#include "base/op_error.h"
+#include "base/source_table.h"
 
 #include <catch2/catch.hpp>
 
@@ -14,7 +14,7 @@
 using trn::runtime::Executor;
 using trn::runtime::ExecutorOptions;
 using trn::runtime::OpRecord;
-using trn::runtime::Stats;
+using trn::base::Stats;
 
 namespace {
 c10::OperatorHandle Op(const char* name, const char* overload) {
@@ -45,8 +45,8 @@ TEST_CASE("ops run in submission order", "[executor]") {
 TEST_CASE("an error is stored with the op and its source line, later ops are skipped", "[executor]") {
   Stats stats;
   Executor ex(ExecutorOptions{}, &stats);
-  trn::runtime::SourceLocation loc{"model.py", 41, "forward"};
-  const auto id = trn::runtime::GlobalSourceTable().Intern(loc);
+  trn::base::SourceLocation loc{"model.py", 41, "forward"};
+  const auto id = trn::base::GlobalSourceTable().Intern(loc);
   at::Tensor a = at::zeros({3});
   OpRecord bad = AddInPlace(a, at::ones({4}));  // shape mismatch: the CPU kernel throws
   bad.source = id;
@@ -71,7 +71,7 @@ TEST_CASE("the error class survives as a kind", "[executor]") {
   ex.Submit(OpRecord(Op("aten::select", "int"), {x, c10::IValue(int64_t{0}), c10::IValue(int64_t{7})}));
   absl::Status status = ex.Wait();
   REQUIRE_FALSE(status.ok());
-  CHECK(trn::runtime::KindOf(status) == trn::runtime::ErrorKind::kIndex);
+  CHECK(trn::base::KindOf(status) == trn::base::ErrorKind::kIndex);
 }
 
 TEST_CASE("a full queue blocks the producer instead of growing", "[executor]") {

@@ -12,7 +12,7 @@
 
 #include <catch2/catch.hpp>
 
-#include "runtime/stats.h"
+#include "base/stats.h"
 
 using trn::runtime::KernelPool;
 
@@ -49,7 +49,7 @@ TEST_CASE("a pool without helpers runs every chunk on the caller", "[kernel_pool
 }
 
 TEST_CASE("a helper that stalls a kernel makes the next kernels run on the caller alone", "[kernel_pool]") {
-  trn::runtime::Stats stats;
+  trn::base::Stats stats;
   KernelPool pool(/*helpers=*/1, &stats);
   const std::thread::id caller = std::this_thread::get_id();
   // Kernel 1: a chunk a helper runs takes 30 ms (as if the helper lost its core mid-chunk); the
@@ -98,7 +98,7 @@ bool HelperTakesPart(KernelPool& pool) {
 }
 
 TEST_CASE("without a spare core, a kernel splits only while the recording thread waits", "[kernel_pool]") {
-  trn::runtime::Stats stats;
+  trn::base::Stats stats;
   std::atomic<int> waiting{0};
   KernelPool pool(/*helpers=*/1, &stats, &waiting, /*spare_cores=*/0);
   const std::thread::id caller = std::this_thread::get_id();
@@ -121,7 +121,7 @@ TEST_CASE("without a spare core, a kernel splits only while the recording thread
 }
 
 TEST_CASE("a short kernel runs on the caller alone while every helper sleeps", "[kernel_pool]") {
-  trn::runtime::Stats stats;
+  trn::base::Stats stats;
   KernelPool pool(/*helpers=*/1, &stats);
   const std::thread::id caller = std::this_thread::get_id();
   std::this_thread::sleep_for(std::chrono::milliseconds(20));  // the helper's spin is long over
@@ -163,7 +163,7 @@ void FillBytes(int64_t lo, int64_t hi, int64_t* slots) {
 TEST_CASE("a long loop nest of sub-nanosecond iterations is split again once its helpers sleep", "[kernel_pool]") {
   // Its learned time per iteration rounded to 0 ns once, and every later run was judged shorter
   // than a helper's wake-up and ran on the caller alone (a flat 16M-element chain: 2x slower).
-  trn::runtime::Stats stats;
+  trn::base::Stats stats;
   KernelPool pool(/*helpers=*/1, &stats);
   KernelPool::SetForThisThread(&pool);
   std::vector<uint8_t> data(64 << 20);

@@ -2,16 +2,16 @@
 #include <map>
 #include <string>
 
-#include "runtime/knobs.h"
+#include "base/knobs.h"
 
 #include <catch2/catch.hpp>
 
-using trn::runtime::Knobs;
-using trn::runtime::Mode;
-using trn::runtime::ParseKnobs;
+using trn::base::Knobs;
+using trn::base::Mode;
+using trn::base::ParseKnobs;
 
 namespace {
-trn::runtime::EnvLookup Env(std::map<std::string, std::string> env) {
+trn::base::EnvLookup Env(std::map<std::string, std::string> env) {
   return [env](absl::string_view name) -> std::optional<std::string> {
     auto it = env.find(std::string(name));
     if (it == env.end()) {
@@ -57,7 +57,7 @@ TEST_CASE("booleans and integers are validated", "[knobs]") {
 }
 
 TEST_CASE("every knob is documented in the registry", "[knobs]") {
-  for (const auto& spec : trn::runtime::KnobSpecs()) {
+  for (const auto& spec : trn::base::KnobSpecs()) {
     CHECK(spec.name.rfind("NEURON_", 0) == 0);
     CHECK_FALSE(spec.help.empty());
     CHECK_FALSE(spec.allowed.empty());

@@ -116,7 +116,7 @@ TEST_CASE("group content hashes repeat across steps and leave runtime values out
 
 TEST_CASE("a flush finds a planned group again, binds its own tensors and checks guards and liveness", "[plan]") {
   trn::trace::State();
-  trn::runtime::Stats stats;
+  trn::base::Stats stats;
   trn::scheduler::PlanCache cache;
   auto plan_step = [&](Step& s) {
     trn::scheduler::SegmentPlanner planner(std::move(s.records), &cache, 256, &stats, nullptr);

@@ -9,7 +9,7 @@
 // pipeline compiles when the trn pipeline refuses the group, and the trn pipeline feeds TensorE
 // the half buffers themselves (LowerMatmul.cpp: the widening is exact, the products the same).
 #include "mlir_lowering/ops/op_helpers.h"
-#include "runtime/knobs.h"
+#include "base/knobs.h"
 
 namespace trn::mlir_lowering {
 namespace {
@@ -17,7 +17,7 @@ namespace {
 absl::Status ViaRuntime(GroupLowering& g, const runtime::OpRecord&) { return g.Extern(); }
 
 bool TrnTarget() {
-  const absl::StatusOr<runtime::Knobs>& k = runtime::GetKnobs();
+  const absl::StatusOr<base::Knobs>& k = base::GetKnobs();
   return k.ok() && k->target != "host";
 }
 

@@ -76,7 +76,7 @@ absl::Status IntegerDivision(GroupLowering& g, IntDiv mode) {
   View bad = g.Pointwise({other}, dst.sizes().vec(), c10::kBool, [&](ScalarBuilder& b, const Args& a) {
     return b.Cmp(Cmp::kEq, b.Cast(a[0], t), C(b, 0, t));
   });
-  TRN_RETURN_IF_ERROR(g.Check(bad, "ZeroDivisionError", runtime::ErrorKind::kRuntime));
+  TRN_RETURN_IF_ERROR(g.Check(bad, "ZeroDivisionError", base::ErrorKind::kRuntime));
   return PointwiseResult(g, {"self", "other"}, kAuto, [&](ScalarBuilder& b, const Args& a) {
     const Scalar zero = C(b, 0, t);
     const Scalar d = b.Select(b.Cmp(Cmp::kEq, a[1], zero), C(b, 1, t), a[1]);

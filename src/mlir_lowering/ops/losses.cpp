@@ -12,7 +12,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "mlir_lowering/ops/reduce_helpers.h"
-#include "runtime/knobs.h"
+#include "base/knobs.h"
 
 namespace trn::mlir_lowering {
 namespace {
@@ -99,7 +99,7 @@ View NllElements(GroupLowering& g, const Nll& n, const std::string& xs, const st
 }
 
 bool TrnTarget() {
-  const absl::StatusOr<runtime::Knobs>& k = runtime::GetKnobs();
+  const absl::StatusOr<base::Knobs>& k = base::GetKnobs();
   return k.ok() && k->target != "host";
 }
 

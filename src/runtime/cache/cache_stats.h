@@ -1,5 +1,5 @@
 // Counters of the compiled-code caches (memory, disk, distributed), behind
-// torch_trn.cache_stats(). Kept apart from runtime::Stats (op execution) so the cache tiers
+// torch_trn.cache_stats(). Kept apart from base::Stats (op execution) so the cache tiers
 // only depend on this small struct.
 //
 // Thread-safety: every method may be called from any thread (one mutex; counters are bumped

@@ -18,7 +18,7 @@
 #include "absl/strings/strip.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "runtime/log.h"
+#include "base/log.h"
 
 namespace trn::runtime::cache {
 namespace {
@@ -235,7 +235,7 @@ void DiskCache::WarnOnce(const std::string& key, const std::string& message) {
     absl::MutexLock lock(&mu_);
     if (!warned_.insert(key).second) return;
   }
-  Log(LogLevel::kWarning, message);
+  base::Log(base::LogLevel::kWarning, message);
 }
 
 Reject DiskCache::CheckDirs(const std::string& entry_path, std::string* which) const {

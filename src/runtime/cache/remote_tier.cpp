@@ -11,10 +11,10 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/match.h"
 #include "absl/time/time.h"
-#include "runtime/stats.h"
+#include "base/stats.h"
 #include "runtime/cache/disk_cache.h"
 #include "runtime/cache/remote_auth.h"
-#include "runtime/log.h"
+#include "base/log.h"
 
 namespace trn::runtime::cache {
 namespace {
@@ -51,7 +51,7 @@ void SetRemoteStoreProvider(RemoteStoreProvider provider) {
   g_provider = new RemoteStoreProvider(std::move(provider));
 }
 
-void NoteProcessGroupCreated() { g_process_group_created_ns.store(SteadyNs(), std::memory_order_release); }
+void NoteProcessGroupCreated() { g_process_group_created_ns.store(base::SteadyNs(), std::memory_order_release); }
 
 int64_t ProcessGroupCreatedNs() { return g_process_group_created_ns.load(std::memory_order_acquire); }
 
@@ -90,18 +90,19 @@ std::shared_ptr<RemoteStore> RemoteTier::store() {
   if (!secret.ok()) {
     if (!secret_refused_) {
       secret_refused_ = true;
-      Log(LogLevel::kWarning, absl::StrCat("distributed compile cache off: no secret to sign shared builds with (",
-                                           secret.status().message(),
-                                           "); every rank compiles for itself. Set NEURON_CACHE_SECRET to the "
-                                           "same value on every rank (docs/cache.md)"));
+      base::Log(base::LogLevel::kWarning,
+                absl::StrCat("distributed compile cache off: no secret to sign shared builds with (",
+                             secret.status().message(),
+                             "); every rank compiles for itself. Set NEURON_CACHE_SECRET to the "
+                             "same value on every rank (docs/cache.md)"));
     }
     return nullptr;
   }
   if (store_ == nullptr) {
     store_ = std::move(s);
     secret_ = std::move(*secret);
-    Log(LogLevel::kInfo, absl::StrCat("distributed compile cache: rank ", store_->rank(),
-                                      " shares builds through torch.distributed's store"));
+    base::Log(base::LogLevel::kInfo, absl::StrCat("distributed compile cache: rank ", store_->rank(),
+                                                  " shares builds through torch.distributed's store"));
   }
   return store_;
 }
@@ -160,8 +161,8 @@ RemoteTier::Probe RemoteTier::FetchOrClaim(const std::string& name) {
     if (takeover) ++c.lease_takeovers;
   });
   if (takeover) {
-    Log(LogLevel::kWarning, absl::StrCat("distributed compile cache: took over ", name,
-                                         " from a rank that stopped renewing its lease (", *now, ")"));
+    base::Log(base::LogLevel::kWarning, absl::StrCat("distributed compile cache: took over ", name,
+                                                     " from a rank that stopped renewing its lease (", *now, ")"));
   }
   {
     absl::MutexLock lock(&mu_);

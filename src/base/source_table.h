@@ -13,7 +13,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/synchronization/mutex.h"
 
-namespace trn::runtime {
+namespace trn::base {
 
 using SourceId = uint32_t;
 inline constexpr SourceId kNoSource = 0;
@@ -42,7 +42,7 @@ class SourceTable {
   absl::flat_hash_map<std::string, SourceId> index_ ABSL_GUARDED_BY(mu_);
 };
 
-// The process-wide table (owned by the runtime; lives until exit).
+// The process-wide table (never destroyed: lives until exit).
 SourceTable& GlobalSourceTable();
 
-}  // namespace trn::runtime
+}  // namespace trn::base

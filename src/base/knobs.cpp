@@ -1,4 +1,4 @@
-#include "runtime/knobs.h"
+#include "base/knobs.h"
 
 #include <algorithm>
 #include <thread>
@@ -12,7 +12,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 
-namespace trn::runtime {
+namespace trn::base {
 namespace {
 
 absl::Status BadValue(const KnobSpec& spec, absl::string_view value) {
@@ -400,4 +400,4 @@ const absl::StatusOr<Knobs>& GetKnobs() {
   return kKnobs;
 }
 
-}  // namespace trn::runtime
+}  // namespace trn::base

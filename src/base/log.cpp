@@ -1,10 +1,10 @@
-#include "runtime/log.h"
+#include "base/log.h"
 
 #include <cstdio>
 
-#include "runtime/knobs.h"
+#include "base/knobs.h"
 
-namespace trn::runtime {
+namespace trn::base {
 
 bool LogEnabled(LogLevel level) {
   const absl::StatusOr<Knobs>& knobs = GetKnobs();
@@ -19,4 +19,4 @@ void Log(LogLevel level, const std::string& message) {
   std::fprintf(stderr, "torch_trn: %s\n", message.c_str());
 }
 
-}  // namespace trn::runtime
+}  // namespace trn::base

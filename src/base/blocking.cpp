@@ -1,8 +1,8 @@
-#include "runtime/blocking.h"
+#include "base/blocking.h"
 
 #include <atomic>
 
-namespace trn::runtime {
+namespace trn::base {
 namespace {
 std::atomic<BlockingHook> g_enter{nullptr};
 std::atomic<BlockingHook> g_exit{nullptr};
@@ -25,4 +25,4 @@ ScopedBlockingWait::~ScopedBlockingWait() {
   }
 }
 
-}  // namespace trn::runtime
+}  // namespace trn::base

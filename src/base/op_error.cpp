@@ -1,13 +1,9 @@
-#include "runtime/op_error.h"
-
-#include <c10/util/Exception.h>
-
-#include <exception>
+#include "base/op_error.h"
 
 #include "absl/strings/cord.h"
 #include "absl/strings/str_cat.h"
 
-namespace trn::runtime {
+namespace trn::base {
 namespace {
 
 constexpr absl::string_view kKindPayload = "trn.error_kind";
@@ -59,30 +55,4 @@ absl::Status WithOpContext(const absl::Status& status, absl::string_view op, abs
   return out;
 }
 
-absl::Status StatusFromCurrentException() {
-  try {
-    throw;
-  } catch (const c10::IndexError& e) {
-    return MakeOpError(ErrorKind::kIndex, e.what_without_backtrace());
-  } catch (const c10::ValueError& e) {
-    return MakeOpError(ErrorKind::kValue, e.what_without_backtrace());
-  } catch (const c10::TypeError& e) {
-    return MakeOpError(ErrorKind::kType, e.what_without_backtrace());
-  } catch (const c10::NotImplementedError& e) {
-    return MakeOpError(ErrorKind::kNotImplemented, e.what_without_backtrace());
-  } catch (const c10::LinAlgError& e) {
-    return MakeOpError(ErrorKind::kLinAlg, e.what_without_backtrace());
-  } catch (const c10::OutOfMemoryError& e) {
-    return MakeOpError(ErrorKind::kOutOfMemory, e.what_without_backtrace());
-  } catch (const c10::DistBackendError& e) {
-    return MakeOpError(ErrorKind::kDistBackend, e.what_without_backtrace());
-  } catch (const c10::Error& e) {
-    return MakeOpError(ErrorKind::kRuntime, e.what_without_backtrace());
-  } catch (const std::exception& e) {
-    return MakeOpError(ErrorKind::kRuntime, e.what());
-  } catch (...) {
-    return MakeOpError(ErrorKind::kRuntime, "unknown C++ exception");
-  }
-}
-
-}  // namespace trn::runtime
+}  // namespace trn::base

@@ -1,4 +1,4 @@
-#include "runtime/profiler.h"
+#include "base/profiler.h"
 
 #include <atomic>
 #include <chrono>
@@ -10,7 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 
-namespace trn::runtime::profiler {
+namespace trn::base::profiler {
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -205,4 +205,4 @@ absl::Status StopAndWrite(const std::string& path) {
   return absl::OkStatus();
 }
 
-}  // namespace trn::runtime::profiler
+}  // namespace trn::base::profiler

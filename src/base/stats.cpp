@@ -1,12 +1,12 @@
-#include "runtime/stats.h"
+#include "base/stats.h"
 
-#include "runtime/knobs.h"
+#include "base/knobs.h"
 
 #include <algorithm>
 #include <chrono>
 #include <ctime>
 
-namespace trn::runtime {
+namespace trn::base {
 
 const char* HostTimeName(HostTime t) {
   switch (t) {
@@ -177,4 +177,4 @@ void Stats::Reset() {
   collectives_.clear();
 }
 
-}  // namespace trn::runtime
+}  // namespace trn::base

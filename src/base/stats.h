@@ -15,7 +15,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
 
-namespace trn::runtime {
+namespace trn::base {
 
 // Where the host's time goes, summed in nanoseconds with the ops each covers (stats()["host_time"],
 // bench/steady.py). Cheap enough to be always on: one clock read per phase boundary.
@@ -209,4 +209,4 @@ class Stats {
   std::map<std::string, StatsSnapshot::Collective> collectives_ ABSL_GUARDED_BY(mu_);
 };
 
-}  // namespace trn::runtime
+}  // namespace trn::base

@@ -5,7 +5,7 @@
 // Thread-safe: SetBlockingHooks is called once at module import, before any wait.
 #pragma once
 
-namespace trn::runtime {
+namespace trn::base {
 
 using BlockingHook = void (*)(void** state);
 
@@ -23,4 +23,4 @@ class ScopedBlockingWait {
   void* state_ = nullptr;
 };
 
-}  // namespace trn::runtime
+}  // namespace trn::base

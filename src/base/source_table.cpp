@@ -1,8 +1,8 @@
-#include "runtime/source_table.h"
+#include "base/source_table.h"
 
 #include "absl/strings/str_cat.h"
 
-namespace trn::runtime {
+namespace trn::base {
 
 std::string FormatSource(const SourceLocation& loc) {
   if (loc.file.empty()) {
@@ -51,4 +51,4 @@ SourceTable& GlobalSourceTable() {
   return *table;
 }
 
-}  // namespace trn::runtime
+}  // namespace trn::base

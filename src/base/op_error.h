@@ -1,5 +1,7 @@
 // Errors raised while executing an op, carried as absl::Status. The PyTorch exception class the
 // eager kernel raised travels as a payload so the dispatcher edge can rethrow the same class.
+// (Turning a caught c10::Error into its kind needs torch: runtime/op_runner.h,
+// StatusFromCurrentException.)
 //
 // Thread-safe: pure functions.
 #pragma once
@@ -10,7 +12,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 
-namespace trn::runtime {
+namespace trn::base {
 
 // The Python exception class eager PyTorch would raise (c10::Error subclasses).
 // kDistBackend: a collective's backend failed (a lost peer, the process group's timeout):
@@ -23,7 +25,4 @@ ErrorKind KindOf(const absl::Status& status);
 // `status` with "<op> at <where>: " prepended to its message (payloads kept).
 absl::Status WithOpContext(const absl::Status& status, absl::string_view op, absl::string_view where);
 
-// Converts the exception currently being handled (call inside a catch block) to a status.
-absl::Status StatusFromCurrentException();
-
-}  // namespace trn::runtime
+}  // namespace trn::base

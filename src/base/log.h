@@ -6,7 +6,7 @@
 
 #include <string>
 
-namespace trn::runtime {
+namespace trn::base {
 
 enum class LogLevel { kWarning = 1, kInfo = 2, kDebug = 3 };
 
@@ -14,4 +14,4 @@ void Log(LogLevel level, const std::string& message);
 // Whether messages of `level` are printed (to skip building ones that are not).
 bool LogEnabled(LogLevel level);
 
-}  // namespace trn::runtime
+}  // namespace trn::base

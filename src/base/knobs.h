@@ -15,7 +15,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 
-namespace trn::runtime {
+namespace trn::base {
 
 enum class Mode { kEager, kAdaptive, kCompile };
 
@@ -85,4 +85,4 @@ absl::StatusOr<Knobs> ParseKnobs(const EnvLookup& lookup);
 // The process's knobs, read from the environment once. Returns the parse error if any.
 const absl::StatusOr<Knobs>& GetKnobs();
 
-}  // namespace trn::runtime
+}  // namespace trn::base

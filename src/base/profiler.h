@@ -20,9 +20,9 @@
 #include <vector>
 
 #include "absl/status/status.h"
-#include "runtime/source_table.h"
+#include "base/source_table.h"
 
-namespace trn::runtime::profiler {
+namespace trn::base::profiler {
 
 struct Event {
   const char* cat = "";  // record | sync | compile | execute
@@ -57,4 +57,4 @@ absl::Status StopAndWrite(const std::string& path);
 // Whether a profile is active (for the Python layer).
 bool Active();
 
-}  // namespace trn::runtime::profiler
+}  // namespace trn::base::profiler
