@@ -40,12 +40,12 @@ TEST_CASE("a group the trn pipeline lowers gives an instruction stream", "[trn_c
 }
 
 TEST_CASE("an op the NeuronCore cannot run is a refusal, with the op and the reason as data", "[trn_compile]") {
-  auto r = CompileToTrnStream(Group("math.sin"), "group", "trn2");
+  auto r = CompileToTrnStream(Group("math.atan"), "group", "trn2");
   REQUIRE(r.ok());  // not an error: the caller runs the group as host code
   REQUIRE(r->refusal.has_value());
-  CHECK(r->refusal->op == "math.sin");
+  CHECK(r->refusal->op == "math.atan");
   CHECK(r->refusal->reason == "has no trn lowering");
-  CHECK(r->refusal->Message() == "'math.sin' op has no trn lowering");
+  CHECK(r->refusal->Message() == "'math.atan' op has no trn lowering");
   CHECK(r->stream.empty());
 }
 
@@ -58,7 +58,7 @@ TEST_CASE("an injected internal failure of the trn pipeline is an error, not a r
   CHECK(std::string(r.status().message()).find("without refusing") != std::string::npos);
   CHECK(std::string(r.status().message()).find("injected internal failure") != std::string::npos);
   // A refusal earlier in the pipeline still wins: the group is refused before the fault.
-  auto refused = CompileToTrnStream(Group("math.sin"), "group", "trn2", options);
+  auto refused = CompileToTrnStream(Group("math.atan"), "group", "trn2", options);
   REQUIRE(refused.ok());
   CHECK(refused->refusal.has_value());
 }
