@@ -41,6 +41,7 @@ int KernelInputs(Kernel k) {
     case Kernel::kTanhBackward:
     case Kernel::kSigmoidBackward:
     case Kernel::kThresholdBackward:
+    case Kernel::kGeluBackward:
       return 2;
     case Kernel::kAddcmul:
     case Kernel::kAddcdiv:
@@ -54,7 +55,7 @@ const char* KernelName(Kernel k) {
   static const char* const kNames[] = {"add",     "mul",  "div",     "neg",     "relu", "sqrt", "rsqrt",
                                        "reciprocal", "exp", "log",   "tanh",    "sigmoid", "gelu", "addcmul",
                                        "addcdiv", "lerp", "pow",     "copy",    "abs",  "tanh_backward",
-                                       "sigmoid_backward", "threshold_backward"};
+                                       "sigmoid_backward", "threshold_backward", "gelu_backward"};
   return kNames[static_cast<int>(k)];
 }
 

@@ -37,6 +37,7 @@ enum class Kernel : uint8_t {
   kTanhBackward,       // a * (1 - b * b): a the gradient, b tanh's output
   kSigmoidBackward,    // a * (1 - b) * b: b sigmoid's output
   kThresholdBackward,  // b <= p ? 0 : a: b relu's (threshold's) input, p the threshold
+  kGeluBackward,       // a * (cdf(b) + b * pdf(b)): b gelu's input (erf form)
 };
 
 // Inputs of each kernel: 1 (unary, copy), 2 (binary, lerp, backwards) or 3 (addcmul, addcdiv).

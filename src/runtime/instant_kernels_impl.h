@@ -159,6 +159,15 @@ void RunTile(const TileCall& c, int64_t n) {
       const Vec threshold(c.p), zero(0.0f);
       return Map2(c, n, [threshold, zero](Vec a, Vec b) { return Vec::blendv(a, zero, b <= threshold); });
     }
+    case Kernel::kGeluBackward: {  // ATen's GeluBackwardKernelImpl, erf form
+      const Vec alpha(static_cast<float>(M_SQRT1_2)), beta(static_cast<float>(M_2_SQRTPI * M_SQRT1_2 * 0.5));
+      const Vec one(1.0f), half(0.5f), minus_half(-0.5f);
+      return Map2(c, n, [=](Vec dy, Vec x) {
+        const Vec cdf = half * (one + (x * alpha).erf());
+        const Vec pdf = beta * (x * x * minus_half).exp();
+        return dy * (cdf + x * pdf);
+      });
+    }
   }
 }
 

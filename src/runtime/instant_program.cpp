@@ -48,6 +48,7 @@ constexpr OpForm kForms[] = {
     {"tanh_backward", Kernel::kTanhBackward, {"grad_output", "output"}, nullptr, 1},
     {"sigmoid_backward", Kernel::kSigmoidBackward, {"grad_output", "output"}, nullptr, 1},
     {"threshold_backward", Kernel::kThresholdBackward, {"grad_output", "self"}, "threshold", 1},
+    {"gelu_backward", Kernel::kGeluBackward, {"grad_output", "self"}, nullptr, 1},
 };
 
 // Overloads a form accepts (the others: rounding modes, tensor weights, scalar bases, ...).
@@ -162,7 +163,7 @@ std::optional<Proto> Classify(const OpRecord& r, int32_t index, std::vector<int6
   if (!FullOperand(dest, dest.sizes())) return std::nullopt;
   p.dest = StorageOf(dest);
   *sizes = dest.sizes().vec();
-  if (form->kernel == Kernel::kGelu) {
+  if (form->kernel == Kernel::kGelu || form->kernel == Kernel::kGeluBackward) {
     const int a = ArgIndex(schema, "approximate");
     if (a >= 0 && a < static_cast<int>(r.args.size()) &&
         !(r.args[a].isString() && r.args[a].toStringRef() == "none")) {

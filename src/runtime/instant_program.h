@@ -2,7 +2,7 @@
 // is ready, a group runs through an InstantProgram: maximal runs of consecutive elementwise
 // float32 ops (add/sub/mul/div with tensor, 0-d or Scalar operands and alpha; neg, relu, sqrt,
 // rsqrt, reciprocal, exp, log, tanh, sigmoid, gelu, abs, pow by a scalar; tanh_backward,
-// sigmoid_backward and threshold_backward (relu's); the optimizers' in-place
+// sigmoid_backward, threshold_backward (relu's) and gelu_backward; the optimizers' in-place
 // mul_/add_/addcmul_/addcdiv_/lerp_/copy_, fill_ and zero_) become *chains*, run tile by tile (kTileElems
 // elements, kept in L1) through the precompiled kernels of instant_kernels.h, as numexpr does;
 // every other op runs with ATen exactly as op by op. Inside a chain a value is stored to device

@@ -93,7 +93,7 @@ def backwards(x, y, z):  # the activations' backwards (0 inputs of relu's includ
     t, s = torch.tanh(y), torch.sigmoid(y)
     aten = torch.ops.aten
     return (aten.tanh_backward(g, t) + 1, aten.sigmoid_backward(g * 2, s) * 3,
-            aten.threshold_backward(g, z, 0.0) - aten.threshold_backward(g, z, 0.25))
+            aten.threshold_backward(g, z, 0.0) - aten.threshold_backward(g, z, 0.25), aten.gelu_backward(g, y) / 2)
 for n in (1, 7, 1024, 5000, 70000):
     x, y, z = [torch.randn(n) for _ in range(3)]
     for fn in (arith, transcendental, zero_dim, in_place, backwards):
@@ -159,7 +159,7 @@ report()
 
 
 def test_activation_backwards_join_chains():
-    # tanh_backward, sigmoid_backward and threshold_backward (relu's) run in the chain of the
+    # tanh_backward, sigmoid_backward, threshold_backward (relu's) and gelu_backward run in the chain of the
     # elementwise ops around them: every op of these groups is chained.
     s = run("""
 x, y, z = [torch.randn(3000) for _ in range(3)]
@@ -168,7 +168,8 @@ z[1::9] = 0.1           # (and zeroes it at the threshold itself)
 def fn(x, y, z):
     g = x * 0.5 + 1
     aten = torch.ops.aten
-    return (aten.tanh_backward(g, y) * 2 + aten.sigmoid_backward(g, z) - aten.threshold_backward(g, z, 0.1),)
+    return (aten.tanh_backward(g, y) * 2 + aten.sigmoid_backward(g, z) - aten.threshold_backward(g, z, 0.1)
+            + aten.gelu_backward(g, y),)
 want = fn(x, y, z)
 for _ in range(3):
     torch.testing.assert_close(fn(x.to("neuron"), y.to("neuron"), z.to("neuron"))[0].cpu(), want[0], equal_nan=True)
