@@ -130,12 +130,13 @@ absl::Status SelectBackward(GroupLowering& g, const runtime::OpRecord&) {
   v.sizes.insert(v.sizes.begin() + dim, size);
   TRN_ASSIGN_OR_RETURN(Operand index, ArgOperand(g, "index"));
   const c10::ScalarType t = dst.scalar_type();
-  View out = g.Pointwise({Operand::Of(v), index}, dst.sizes().vec(), t, [=](ScalarBuilder& b, const std::vector<Scalar>& a) {
+  auto body = [=](ScalarBuilder& b, const std::vector<Scalar>& a) {
     Scalar i = b.Cast(a[1], c10::kLong);
-    Scalar at = b.LoopIndex(dim);
-    Scalar keep = b.Or(b.Cmp(Cmp::kEq, at, i), b.Cmp(Cmp::kEq, at, b.Add(i, b.Constant(size, c10::kLong))));
+    Scalar pos = b.LoopIndex(dim);
+    Scalar keep = b.Or(b.Cmp(Cmp::kEq, pos, i), b.Cmp(Cmp::kEq, pos, b.Add(i, b.Constant(size, c10::kLong))));
     return b.Select(keep, b.Cast(a[0], t), b.Constant(0, t));
-  });
+  };
+  View out = g.Pointwise({Operand::Of(v), index}, dst.sizes().vec(), t, body);
   return g.WriteResult(0, out);
 }
 
