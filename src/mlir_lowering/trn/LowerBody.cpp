@@ -103,8 +103,7 @@ LogicalResult Lowerer::LowerBodyOp(mlir::Operation& op, const TileSpace& t, llvm
     const Val r = Wrap(rounded, x.kind());
     const Val off = Compare(floor ? P::OGT : P::OLT, r, x, t);
     Val y = Binary(floor ? "subtract" : "add", floor ? "" : "add", r, off, t, f32);
-    const Val abs = Binary("maximum", "maximum", x, Binary("multiply", "multiply", x, Val::Const(-1.0), t), t);
-    y = Select(Compare(P::OGE, abs, Val::Const(8388608.0), t), x, y, t, f32);
+    y = Select(Compare(P::OGE, Abs(x, t), Val::Const(8388608.0), t), x, y, t, f32);
     return set(Select(Compare(P::UNO, x, x, t), x, y, t, f32));
   }
   if (mlir::isa<mlir::math::SinOp, mlir::math::CosOp>(op)) {
@@ -132,8 +131,7 @@ LogicalResult Lowerer::LowerBodyOp(mlir::Operation& op, const TileSpace& t, llvm
     };
     Val r = reduce(reduce(x));
     if (mlir::isa<mlir::math::CosOp>(op)) {
-      const Val abs = Binary("maximum", "maximum", r, Binary("multiply", "multiply", r, Val::Const(-1.0), t), t);
-      r = Binary("subtract", "", Val::Const(1.5707963705062866), abs, t);  // pi/2 in f32
+      r = Binary("subtract", "", Val::Const(1.5707963705062866), Abs(r, t), t);  // pi/2 in f32
     }
     return set(Wrap(Act(r, "sin", t), x.kind()));
   }
@@ -150,7 +148,7 @@ LogicalResult Lowerer::LowerBodyOp(mlir::Operation& op, const TileSpace& t, llvm
   }
   if (mlir::isa<mlir::math::AbsFOp>(op)) {  // |x| = max(x, -x)
     if (in[0].kind() == Kind::kConst) return set(Val::Const(std::abs(*in[0].constant)));
-    return set(Binary("maximum", "maximum", in[0], Binary("multiply", "multiply", in[0], Val::Const(-1.0), t), t));
+    return set(Abs(in[0], t));
   }
   return refuse(&op) << "has no trn lowering";
 }

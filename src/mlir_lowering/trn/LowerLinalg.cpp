@@ -613,6 +613,10 @@ Lowerer::Val Lowerer::Binary(const std::string& op, const std::string& swapped, 
   return Wrap(TensorOp(Materialize(l, t, kind), r.tile, op, t, kind, element), kind);
 }
 
+Lowerer::Val Lowerer::Abs(const Val& x, const TileSpace& t) {
+  return Binary("maximum", "maximum", x, Binary("multiply", "multiply", x, Val::Const(-1.0), t), t);
+}
+
 // A comparison, exact for NaN: ordered predicates are false and unordered ones true when an
 // operand is NaN (VectorE's comparisons are ordered, not_equal is unordered).
 Lowerer::Val Lowerer::Compare(mlir::arith::CmpFPredicate p, const Val& a, const Val& b, const TileSpace& t) {
