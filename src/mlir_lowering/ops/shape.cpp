@@ -5,7 +5,7 @@
 // it is written.
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "mlir_lowering/ops/op_helpers.h"
+#include "mlir_lowering/ops/reduce_helpers.h"
 #include "runtime/host_view.h"
 
 namespace trn::mlir_lowering {
@@ -101,9 +101,9 @@ absl::Status Arange(GroupLowering& g, const runtime::OpRecord&) {
 }
 
 // select_backward(grad_output, input_sizes, dim, index): zeros of input_sizes except the slice
-// `index` along `dim`, which is grad_output. Pointwise over the result: grad_output read through
-// a view broadcast along dim (no coefficient on it), kept where the loop index along dim is the
-// index. The index is a runtime scalar (the same key for every index, as an RNN's time steps
+// `index` along `dim`, which is grad_output. Pointwise over the result: grad_output placed in the
+// result's dims with size 1 at dim (PlaceDims: broadcast along it), kept where the loop index
+// along dim is the index. The index is a runtime scalar (the same key for every index, as an RNN's time steps
 // need); a negative one counts from the end.
 absl::Status SelectBackward(GroupLowering& g, const runtime::OpRecord&) {
   at::Tensor dst = g.Destination(0);
@@ -118,16 +118,15 @@ absl::Status SelectBackward(GroupLowering& g, const runtime::OpRecord&) {
   const int64_t rank = dst.dim();
   const int64_t dim = WrapDim(dim_v.toInt(), rank);
   const int64_t size = dst.size(dim);
-  TRN_ASSIGN_OR_RETURN(View v, g.Read(grad.toTensor()));
-  if (v.rank() != rank - 1) {
+  TRN_ASSIGN_OR_RETURN(View grad_view, g.Read(grad.toTensor()));
+  if (grad_view.rank() != rank - 1) {
     return absl::InternalError("select_backward: the gradient's rank is not the input's minus one");
   }
-  for (AffineTerm& term : v.map) {  // view dims from `dim` on move up by one
-    for (auto& [k, c] : term.coeffs) {
-      if (k >= dim) ++k;
-    }
+  std::vector<int64_t> where;  // the result dims the gradient's dims are: all but dim
+  for (int64_t d = 0; d < rank; ++d) {
+    if (d != dim) where.push_back(d);
   }
-  v.sizes.insert(v.sizes.begin() + dim, size);
+  const View v = PlaceDims(grad_view, rank, where);
   TRN_ASSIGN_OR_RETURN(Operand index, ArgOperand(g, "index"));
   const c10::ScalarType t = dst.scalar_type();
   auto body = [=](ScalarBuilder& b, const std::vector<Scalar>& a) {
