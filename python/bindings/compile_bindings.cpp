@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "mlir_lowering/host_jit.h"
-#include "mlir_lowering/lowering_registry.h"
+#include "mlir_lowering/target.h"
 #include "python/bindings/bindings.h"
 #include "python/bindings/edge.h"
 #include "python/bindings/source_capture.h"
@@ -117,10 +117,11 @@ void RegisterCompileBindings(py::module& m) {
   m.def("compile_millis", [] { return StateOrRaise().stream.compiler().CompileMillis(); },
         "Wall milliseconds of each group compile in this process (MLIR -> object -> loaded).");
   m.def("lowered_ops", [](const std::string& target) {
-          if (target != "host" && target != "trn2" && target != "trn3") {
+          absl::StatusOr<const mlir_lowering::Target*> t = mlir_lowering::Target::Named(target);
+          if (!t.ok()) {
             throw py::value_error("lowered_ops: target must be 'host', 'trn2' or 'trn3', got '" + target + "'");
           }
-          return mlir_lowering::LoweringRegistry::Global().Names(target);
+          return (*t)->LoweredOps();
         }, py::arg("target") = "host",
         "ATen ops with a lowering for `target` (schema names; overloads and in-place forms count once). "
         "On trn2/trn3: the ops the NeuronCore pipeline runs (runtime calls of ATen kernels other than the "

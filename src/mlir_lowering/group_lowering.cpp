@@ -1,8 +1,5 @@
 #include "mlir_lowering/group_lowering.h"
 
-#include "base/knobs.h"
-
-#include <ATen/MemoryOverlap.h>
 #include <ATen/ops/empty.h>
 #include <c10/util/intrusive_ptr.h>
 
@@ -28,72 +25,6 @@ bool IsDevice(const c10::IValue& v) { return v.isTensor() && runtime::IsDeviceTe
 }  // namespace
 
 absl::Status CutHere(absl::string_view why) { return absl::AbortedError(why); }
-
-bool GroupLowering::CanLower(const runtime::OpRecord& record, std::string* why) {
-  const OpLowering* lowering = LoweringRegistry::Global().Find(record.op);
-  if (lowering == nullptr) {
-    *why = "no lowering";
-    return false;
-  }
-  // On a trn target, ops the NeuronCore cannot run (ATen-kernel calls other than the matrix
-  // products and the gathers, data-dependent reads in a body, f64 and narrow integer tensors)
-  // run op by op on the host, outside the groups, so they do not send a whole group there.
-  const bool trn = TrnTarget();
-  if (trn && !LoweringRegistry::Global().TrnLowers(record.op.schema().name())) {
-    *why = lowering->runtime_call ? "runtime call (no trn lowering)" : "data-dependent reads (no trn lowering)";
-    return false;
-  }
-  // The runtime calls the trn pipeline lowers itself, within their limits.
-  if (trn && lowering->runtime_call && !LoweringRegistry::TrnAcceptsCall(record, why)) return false;
-  // A write through a view whose elements overlap (an expand): ATen decides per op what that
-  // means (fill_ writes it, copy_ raises), so the op runs op by op with ATen's kernel.
-  const c10::FunctionSchema& schema = record.op.schema();
-  for (size_t j = 0; j < record.args.size(); ++j) {
-    if (!runtime::WritesArg(schema, static_cast<int>(j))) continue;
-    bool overlapping = false;
-    runtime::ForEachTensor(record.args[j], [&](const at::Tensor& t) {
-      overlapping = overlapping || (t.defined() && at::has_internal_overlap(t) == at::MemOverlap::Yes);
-    });
-    if (overlapping) {
-      *why = "writes a self-overlapping view";
-      return false;
-    }
-  }
-  bool ok = true;
-  auto check = [&](const c10::IValue& v) {
-    runtime::ForEachTensor(v, [&](const at::Tensor& t) {
-      if (!ok || !t.defined()) {
-        return;
-      }
-      // The trn pipeline takes f32, bfloat16, float16 (2 bytes in HBM, widened to f32 tiles by
-      // its DMAs and rounded when stored), bool and integer tensors (int64 narrowed to i32
-      // tiles). No int16, not even a host scalar: on a trn target an i16 in a module is a
-      // bfloat16 (mlir_text.h's spelling, which the trn pipeline reads as bf16: trn/TrnHalfTypes.cpp).
-      if (trn && (runtime::IsDeviceTensor(t) || t.scalar_type() == c10::kShort) && t.scalar_type() != c10::kFloat &&
-          !IsHalf(t.scalar_type()) && t.scalar_type() != c10::kBool && t.scalar_type() != c10::kInt &&
-          t.scalar_type() != c10::kLong) {
-        *why = absl::StrCat("dtype ", c10::toString(t.scalar_type()), " (no trn lowering)");
-        ok = false;
-      } else if (!Supported(t.scalar_type())) {
-        *why = absl::StrCat("dtype ", c10::toString(t.scalar_type()));
-        ok = false;
-      } else if (!runtime::IsDeviceTensor(t) && t.dim() != 0) {
-        *why = "host tensor argument";
-        ok = false;
-      } else if (t.numel() == 0) {
-        *why = "empty tensor";
-        ok = false;
-      }
-    });
-  };
-  for (const c10::IValue& a : record.args) {
-    check(a);
-  }
-  for (const c10::IValue& o : record.outputs) {
-    check(o);
-  }
-  return ok;
-}
 
 GroupLowering::Buffer& GroupLowering::BufferOf(const at::Tensor& t) {
   c10::StorageImpl* s = t.storage().unsafeGetStorageImpl();
@@ -513,14 +444,6 @@ std::string GroupLowering::Materialize(const View& v) {
   return Pointwise({Operand::Of(v)}, v.sizes, v.dtype,
                    [](ScalarBuilder&, const std::vector<Scalar>& a) { return a[0]; })
       .base;
-}
-
-bool GroupLowering::TrnTarget() {
-  static const bool trn = [] {
-    const absl::StatusOr<base::Knobs>& k = base::GetKnobs();
-    return k.ok() && k->target != "host";
-  }();
-  return trn;
 }
 
 absl::Status GroupLowering::Check(const View& bad, std::string message, base::ErrorKind kind) {

@@ -39,6 +39,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "mlir_lowering/mlir_text.h"
+#include "mlir_lowering/target.h"
 #include "base/op_error.h"
 #include "runtime/op_record.h"
 
@@ -183,7 +184,7 @@ class GroupLowering {
   // refusals, buffers, views, inputs, outputs, temporaries, staging, runtime scalars, checks)
   // and writes no IR: the flush plans, and the IR is emitted only when a group is built
   // (replaying its records into an emitting lowering, on the compile thread).
-  explicit GroupLowering(bool emit = true) : emit_(emit) {}
+  explicit GroupLowering(const Target& target, bool emit = true) : target_(target), emit_(emit) {}
   GroupLowering(const GroupLowering&) = delete;
   GroupLowering& operator=(const GroupLowering&) = delete;
 
@@ -192,11 +193,8 @@ class GroupLowering {
   // value_args; also valid after Add failed, for the op that failed).
   std::vector<int64_t> ValueArgsOf(int64_t op_index) const;
 
-  // Whether `record` can be lowered at all: a registered lowering, supported dtypes, no empty
-  // or host (non-scalar) tensors. Cheap; Add may still refuse particular arguments.
-  static bool CanLower(const runtime::OpRecord& record, std::string* why);
-  // Whether NEURON_TARGET is a trn target (some ops lower only for the NeuronCore).
-  static bool TrnTarget();
+  // The target the group is lowered for (some ops take another form on a trn target).
+  const Target& target() const { return target_; }
 
   // Lowers `record` as the next op of the group (its index is size() before the call).
   absl::Status Add(const runtime::OpRecord& record);
@@ -308,6 +306,7 @@ class GroupLowering {
   void EmitExtern(const std::vector<View>& reads, const std::vector<at::Tensor>& dests, int64_t k,
                   const std::string& result);
 
+  const Target& target_;
   const bool emit_;
   std::vector<const runtime::OpRecord*> ops_;
   NameGen names_;

@@ -52,8 +52,9 @@ PlanShape PlanShape::Of(const LoweredGroup& group) {
 }
 
 std::shared_ptr<const GroupReplay> GroupReplay::Detach(const std::vector<runtime::OpRecord>& ops,
-                                                       std::vector<bool> live, PlanShape shape) {
-  std::shared_ptr<GroupReplay> replay(new GroupReplay());
+                                                       std::vector<bool> live, PlanShape shape,
+                                                       const Target& target) {
+  std::shared_ptr<GroupReplay> replay(new GroupReplay(target));
   Shadows shadows;
   auto detach = [&](const c10::IValue& v) {
     return runtime::MapTensors(v, [&](const at::Tensor& t) { return shadows.Of(t); });
@@ -88,7 +89,7 @@ absl::StatusOr<std::string> GroupReplay::Emit(bool* emitted) const {
 }
 
 absl::StatusOr<std::string> GroupReplay::EmitLocked() const {
-  GroupLowering lowering(/*emit=*/true);
+  GroupLowering lowering(target_, /*emit=*/true);
   for (const runtime::OpRecord& r : ops_) {
     absl::Status s = lowering.Add(r);
     if (!s.ok()) {

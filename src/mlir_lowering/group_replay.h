@@ -49,10 +49,10 @@ struct PlanShape {
 
 class GroupReplay {
  public:
-  // Detaches `ops` (the group's records, in order) with the plan the flush made of them: the
-  // liveness of each buffer and the decisions the IR must agree with.
+  // Detaches `ops` (the group's records, in order) with the plan the flush made of them for
+  // `target`: the liveness of each buffer and the decisions the IR must agree with.
   static std::shared_ptr<const GroupReplay> Detach(const std::vector<runtime::OpRecord>& ops, std::vector<bool> live,
-                                                   PlanShape shape);
+                                                   PlanShape shape, const Target& target);
 
   // Replays the records into an emitting lowering: the module text of `@group`. The text is
   // kept: a tier-up build of the same request does not emit again. `*emitted`: whether this call
@@ -62,8 +62,9 @@ class GroupReplay {
   int64_t size() const { return static_cast<int64_t>(ops_.size()); }
 
  private:
-  GroupReplay() = default;
+  explicit GroupReplay(const Target& target) : target_(target) {}
   absl::StatusOr<std::string> EmitLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  const Target& target_;
   std::vector<runtime::OpRecord> ops_;
   std::vector<bool> live_;
   PlanShape shape_;

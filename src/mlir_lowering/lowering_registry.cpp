@@ -52,16 +52,6 @@ std::vector<std::string> LoweringRegistry::Names() const {
   return names;
 }
 
-std::vector<std::string> LoweringRegistry::Names(absl::string_view target) const {
-  if (target == "host") return Names();
-  std::vector<std::string> names;
-  for (const auto& [name, lowering] : ops_) {
-    if (TrnLowers(name)) names.push_back(name);
-  }
-  std::sort(names.begin(), names.end());
-  return names;
-}
-
 bool LoweringRegistry::TrnLowers(absl::string_view name) const {
   const OpLowering* lowering = Find(name);
   if (lowering == nullptr) return false;

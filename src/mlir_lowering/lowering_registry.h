@@ -40,12 +40,8 @@ class LoweringRegistry {
   void Register(absl::string_view name, std::string family, LowerFn fn, bool runtime_call = false);
   const OpLowering* Find(const c10::OperatorHandle& op) const;
   const OpLowering* Find(absl::string_view schema_name) const;
-  // Registered names, sorted.
+  // Registered names, sorted (what a target runs compiled: Target::LoweredOps).
   std::vector<std::string> Names() const;
-  // The names a target's pipeline can run compiled: every one on "host"; on a trn target
-  // ("trn2", "trn3") those lowered to linalg plus the runtime calls it lowers itself
-  // (TrnRunsCall), sorted.
-  std::vector<std::string> Names(absl::string_view target) const;
   // Whether the trn pipeline lowers this op's lowering: every lowering to linalg, and of the
   // runtime calls the matrix products, the gathers embedding and index_select, convolutions and
   // 2-D pooling (within the limits TrnAcceptsCall checks); the other runtime calls run op by op

@@ -1,8 +1,11 @@
 // torch-trn-replay-group: replays recorded ops through the front (GroupLowering) and prints
 // what it plans and the MLIR module it emits, for golden FileCheck tests (tests/lit/front).
 //
-//   torch-trn-replay-group [--trn] FILE.json
-//   NEURON_TARGET=trn2 torch-trn-replay-group FILE.json   # the trn target's front decisions
+//   torch-trn-replay-group [--target host|trn2|trn3] FILE.json
+//
+// --target: the target whose front decisions are replayed (default: NEURON_TARGET's, else the
+// host); on a trn target the tool also prints the trn pipeline's answer for each group
+// (CompileToTrnStream). `--trn` is `--target trn2`.
 //
 // FILE holds the ops of `torch_trn.trace_ops(geometry=True)` (sizes, strides, offsets, storage
 // ids, dtypes: runtime/op_trace.h), either as that array or as
@@ -11,11 +14,11 @@
 // ops holds (the caller's tensors); a storage a later op of the same entry reads is live too.
 // So a write is an output or an internal temporary as in the stream (scheduler/segment_refs.h).
 //
-// The ops are cut into groups as the grouper does (GroupLowering::CanLower, a cut asked by Add,
+// The ops are cut into groups as the grouper does (Target::CanGroup, a cut asked by Add,
 // a refusal: that op runs op by op), each group planned with emit off, then its records detached
 // and replayed into an emitting lowering (GroupReplay: the code path of a compile thread, which
 // checks the IR against the plan). For each group the tool prints a plan summary as comments,
-// then the module; with --trn also the trn pipeline's answer (CompileToTrnStream).
+// then the module, and on a trn target the trn pipeline's answer.
 //
 // Device tensors are storage-less shadows (one per recorded storage): nothing runs. Exit code 1
 // on malformed input or an internal error of the lowering (which the output names).
@@ -42,7 +45,6 @@
 #include "mlir_lowering/group_lowering.h"
 #include "mlir_lowering/group_replay.h"
 #include "mlir_lowering/trn_compile.h"
-#include "base/knobs.h"
 #include "runtime/host_view.h"
 #include "runtime/op_record.h"
 #include "runtime/op_runner.h"
@@ -234,15 +236,15 @@ bool Touches(const c10::IValue& v, const c10::StorageImpl* storage) {
 
 class Replayer {
  public:
-  Replayer(std::vector<OpRecord> records, std::set<int64_t> live, Tensors* tensors, bool trn)
-      : records_(std::move(records)), live_(std::move(live)), tensors_(tensors), trn_(trn) {}
+  Replayer(std::vector<OpRecord> records, std::set<int64_t> live, Tensors* tensors, const Target& target)
+      : records_(std::move(records)), live_(std::move(live)), tensors_(tensors), target_(target) {}
 
   // Prints every group and op-by-op op; false on an internal error.
   bool Run() {
     size_t start = 0;
     while (start < records_.size()) {
       std::string why;
-      if (!GroupLowering::CanLower(records_[start], &why)) {
+      if (!target_.CanGroup(records_[start], &why)) {
         OpByOp(start, absl::StrCat("cannot lower: ", why));
         ++start;
         continue;
@@ -251,9 +253,9 @@ class Replayer {
       size_t end = start;
       absl::Status failed;
       {
-        GroupLowering probe(/*emit=*/false);
+        GroupLowering probe(target_, /*emit=*/false);
         for (; end < records_.size(); ++end) {
-          if (!GroupLowering::CanLower(records_[end], &why)) break;
+          if (!target_.CanGroup(records_[end], &why)) break;
           failed = probe.Add(records_[end]);
           if (!failed.ok()) break;
         }
@@ -285,7 +287,7 @@ class Replayer {
   }
 
   bool Group(size_t begin, size_t end) {
-    GroupLowering plan(/*emit=*/false);
+    GroupLowering plan(target_, /*emit=*/false);
     for (size_t i = begin; i < end; ++i) {
       if (absl::Status s = plan.Add(records_[i]); !s.ok()) {
         std::printf("// INTERNAL ERROR: op %zu was accepted once and not when planned again: %s\n", i,
@@ -334,21 +336,19 @@ class Replayer {
       copy.outputs = records_[i].outputs;
       ops.push_back(std::move(copy));
     }
-    std::shared_ptr<const GroupReplay> replay = GroupReplay::Detach(ops, lowered->live_buffers, PlanShape::Of(*lowered));
+    std::shared_ptr<const GroupReplay> replay = GroupReplay::Detach(ops, lowered->live_buffers, PlanShape::Of(*lowered), target_);
     absl::StatusOr<std::string> text = replay->Emit();
     if (!text.ok()) {
       std::printf("// INTERNAL ERROR emitting: %s\n", std::string(text.status().message()).c_str());
       return false;
     }
     std::printf("%s\n", text->c_str());
-    if (trn_) Trn(*text, lowered->func);
+    if (target_.is_trn()) Trn(*text, lowered->func);
     return true;
   }
 
   void Trn(const std::string& text, const std::string& func) {
-    const absl::StatusOr<base::Knobs>& knobs = base::GetKnobs();
-    const std::string target = !knobs.ok() || knobs->target == "host" ? "trn2" : knobs->target;
-    absl::StatusOr<TrnCompiled> trn = CompileToTrnStream(text, func, target);
+    absl::StatusOr<TrnCompiled> trn = CompileToTrnStream(text, func, target_.name());
     if (!trn.ok()) {
       std::printf("// trn: INTERNAL ERROR %s\n", std::string(trn.status().ToString()).c_str());
     } else if (trn->refusal.has_value()) {
@@ -361,25 +361,31 @@ class Replayer {
   std::vector<OpRecord> records_;
   std::set<int64_t> live_;
   Tensors* tensors_;
-  bool trn_;
+  const Target& target_;
 };
 
 int Main(int argc, char** argv) {
-  bool trn = false;
+  constexpr const char* kUsage = "usage: torch-trn-replay-group [--target host|trn2|trn3] FILE.json";
+  const Target* target = &Target::Process();
   std::string path;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
-    if (a == "--trn") {
-      trn = true;
+    if (a == "--trn" || (a == "--target" && i + 1 < argc)) {
+      absl::StatusOr<const Target*> named = Target::Named(a == "--trn" ? "trn2" : argv[++i]);
+      if (!named.ok()) {
+        std::fprintf(stderr, "%s\n%s\n", std::string(named.status().message()).c_str(), kUsage);
+        return 2;
+      }
+      target = *named;
     } else if (a == "-h" || a == "--help") {
-      std::printf("usage: torch-trn-replay-group [--trn] FILE.json  (see src/mlir_lowering/README.md)\n");
+      std::printf("%s  (see src/mlir_lowering/README.md)\n", kUsage);
       return 0;
     } else {
       path = a;
     }
   }
   if (path.empty()) {
-    std::fprintf(stderr, "usage: torch-trn-replay-group [--trn] FILE.json\n");
+    std::fprintf(stderr, "%s\n", kUsage);
     return 2;
   }
   std::ifstream in(path);
@@ -409,7 +415,7 @@ int Main(int argc, char** argv) {
       records.push_back(std::move(*r));
     }
     const auto live = g.value("live", std::vector<int64_t>{});
-    ok = Replayer(std::move(records), std::set<int64_t>(live.begin(), live.end()), &tensors, trn).Run() && ok;
+    ok = Replayer(std::move(records), std::set<int64_t>(live.begin(), live.end()), &tensors, *target).Run() && ok;
   }
   return ok ? 0 : 1;
 }

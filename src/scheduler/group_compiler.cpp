@@ -92,7 +92,7 @@ void GroupCompiler::NoteTrnFallback(const CompileRequest& request, const trn::ir
               absl::StrCat("group ", request.key_hex, " (", request.ops, " ops, first at ",
                            base::GlobalSourceTable().Format(request.lines.empty() ? base::kNoSource
                                                                                   : request.lines.front()),
-                           ") runs as host code on ", options_.target, ": ", reason));
+                           ") runs as host code on ", options_.target->name(), ": ", reason));
   }
 }
 
@@ -112,7 +112,8 @@ std::string CompilerVersion() {
   return version;
 }
 
-CompileRequest CompileRequest::Of(const GroupPlan& plan, const std::vector<runtime::OpRecord>& ops) {
+CompileRequest CompileRequest::Of(const GroupPlan& plan, const std::vector<runtime::OpRecord>& ops,
+                                  const mlir_lowering::Target& target) {
   CompileRequest r;
   r.key_hex = plan.key_hex;
   r.key_material = plan.key.material;
@@ -125,7 +126,7 @@ CompileRequest CompileRequest::Of(const GroupPlan& plan, const std::vector<runti
   }
   shape.param_args = plan.param_args;
   shape.checks = plan.checks == nullptr ? 0 : static_cast<int64_t>(plan.checks->size());
-  r.replay = mlir_lowering::GroupReplay::Detach(ops, plan.live, std::move(shape));
+  r.replay = mlir_lowering::GroupReplay::Detach(ops, plan.live, std::move(shape), target);
   r.func = plan.func;
   r.num_inputs = static_cast<int>(plan.inputs.size()) + (plan.param_args.empty() ? 0 : 1);
   r.num_outputs = static_cast<int>(plan.outputs.size()) +
@@ -144,9 +145,9 @@ GroupCompiler::GroupCompiler(CompilerOptions options, base::Stats* stats, runtim
     : options_(std::move(options)),
       stats_(stats),
       cache_stats_(cache_stats),
-      identity_{CompilerVersion(), options_.target == "host" ? mlir_lowering::HostTargetKey()
-                                                             : absl::StrCat(mlir_lowering::HostTargetKey(), "; neuroncore ",
-                                                                            options_.target)},
+      identity_{CompilerVersion(), !options_.target->is_trn() ? mlir_lowering::HostTargetKey()
+                                                                  : absl::StrCat(mlir_lowering::HostTargetKey(), "; neuroncore ",
+                                                                                 options_.target->name())},
       cache_(options_.memory, cache_stats) {
   RegisterExternsOnce();
   if (options_.perf_map) mlir_lowering::EnablePerfMap(true);
@@ -355,14 +356,14 @@ absl::StatusOr<GroupCompiler::Built> GroupCompiler::Compile(const CompileRequest
     if (1 + request.num_inputs + request.num_outputs > runtime::kMaxCompiledArgs) {  // + ctx
       return absl::ResourceExhaustedError("more buffers than a compiled entry point takes");
     }
-    if (options_.target != "host") {
+    if (options_.target->is_trn()) {
       // The NeuronCore first; a group it refuses (an op or dtype it has no instruction for)
       // runs as host code, its transfers charged by the model (runtime/device_model.h). A
       // failure that is not a refusal is an internal error: the build fails (never host code).
       mlir_lowering::TrnCompileOptions trn_options;
       trn_options.inject_internal_failure = options_.test_fault == "trn_internal";
       absl::StatusOr<mlir_lowering::TrnCompiled> trn =
-          mlir_lowering::CompileToTrnStream(*mlir, request.func, options_.target, trn_options);
+          mlir_lowering::CompileToTrnStream(*mlir, request.func, options_.target->name(), trn_options);
       if (!trn.ok()) {
         {
           absl::MutexLock lock(&mu_);
@@ -374,7 +375,7 @@ absl::StatusOr<GroupCompiler::Built> GroupCompiler::Compile(const CompileRequest
         Artifact artifact;
         artifact.key_material = request.key_material;
         artifact.object = std::move(trn->stream);
-        artifact.entry_symbol = absl::StrCat(kTrnEntryPrefix, options_.target);
+        artifact.entry_symbol = absl::StrCat(kTrnEntryPrefix, options_.target->name());
         artifact.levels = levels;
         artifact.tier = tier;
         artifact.num_inputs = request.num_inputs;

@@ -45,7 +45,7 @@ struct CompilerOptions {
   runtime::cache::DiskCacheOptions disk;  // dir empty: no disk tier
   bool distributed = false;               // use the distributed tier when a store is available
   runtime::cache::RemoteOptions remote;
-  std::string target = "host";  // NEURON_TARGET: host | trn2 | trn3
+  const mlir_lowering::Target* target = &mlir_lowering::Target::Host();  // NEURON_TARGET
   // Bounds of the compile history kept for tools and tests (CompiledKeys, CompileMillis) and
   // of the failure reasons logged once: beyond them the oldest go (counted in the cache stats'
   // history_dropped), so a long run's memory stays flat.
@@ -67,7 +67,8 @@ struct CompileRequest {
   std::vector<base::SourceId> lines;  // distinct source lines of the group's ops (profiles)
 
   // The request of planned group `plan` whose records are `ops`.
-  static CompileRequest Of(const GroupPlan& plan, const std::vector<runtime::OpRecord>& ops);
+  static CompileRequest Of(const GroupPlan& plan, const std::vector<runtime::OpRecord>& ops,
+                           const mlir_lowering::Target& target);
 };
 
 // The outcome of one Build.

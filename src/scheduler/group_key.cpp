@@ -50,7 +50,7 @@ class KeyWriter {
     if (t.numel() * t.itemsize() <= 64 && t.is_contiguous()) {
       Bytes(t.data_ptr(), t.numel() * t.itemsize());
     } else {
-      Tag('?');  // never lowered (GroupLowering::CanLower): only its shape matters here
+      Tag('?');  // never lowered (Target::CanGroup): only its shape matters here
     }
   }
   void Scalar(const c10::Scalar& s) {

@@ -14,9 +14,9 @@ using mlir_lowering::GroupLowering;
 
 class Cutter {
  public:
-  Cutter(const std::vector<runtime::OpRecord>& records, int64_t max_ops, base::Stats* stats,
-         const SegmentRefs* refs)
-      : records_(records), policy_(CutPolicy::UpTo(max_ops)), stats_(stats), refs_(refs) {}
+  Cutter(const std::vector<runtime::OpRecord>& records, int64_t max_ops, const mlir_lowering::Target& target,
+         base::Stats* stats, const SegmentRefs* refs)
+      : records_(records), policy_(CutPolicy::UpTo(max_ops)), target_(target), stats_(stats), refs_(refs) {}
 
   std::vector<CutUnit> Run(size_t begin) {
     for (size_t i = begin; i < records_.size() && !closed_; ++i) {
@@ -28,7 +28,7 @@ class Cutter {
         }
       }
       std::string why;
-      if (!GroupLowering::CanLower(r, &why)) {
+      if (!target_.CanGroup(r, &why)) {
         const bool open = group_ && group_->size() > 0;
         Close(i, CloseReason::kCannotLower);
         if (open) units_.back().next_op_by_op = true;
@@ -58,7 +58,7 @@ class Cutter {
   // without op i and `cut_` says whether the lowering asked for a cut.
   bool TryAdd(size_t i) {
     if (!group_) {
-      group_ = std::make_unique<GroupLowering>(/*emit=*/false);
+      group_ = std::make_unique<GroupLowering>(target_, /*emit=*/false);
       start_ = i;
     }
     absl::Status status = group_->Add(records_[i]);
@@ -81,7 +81,7 @@ class Cutter {
     }
     failed_value_args_ = group_->ValueArgsOf(static_cast<int64_t>(i - start_));
     // Replay the ops before i into a fresh lowering (deterministic: they succeeded before).
-    auto replay = std::make_unique<GroupLowering>(/*emit=*/false);
+    auto replay = std::make_unique<GroupLowering>(target_, /*emit=*/false);
     for (size_t j = start_; j < i; ++j) {
       if (!replay->Add(records_[j]).ok()) {
         replay.reset();  // cannot happen; be safe: run them op by op
@@ -135,6 +135,7 @@ class Cutter {
 
   const std::vector<runtime::OpRecord>& records_;
   const CutPolicy policy_;
+  const mlir_lowering::Target& target_;
   base::Stats* stats_;
   const SegmentRefs* refs_;
   std::unique_ptr<GroupLowering> group_;
@@ -149,8 +150,8 @@ class Cutter {
 }  // namespace
 
 std::vector<CutUnit> CutNext(const std::vector<runtime::OpRecord>& records, size_t begin, int64_t max_group_ops,
-                             base::Stats* stats, const SegmentRefs* refs) {
-  return Cutter(records, max_group_ops, stats, refs).Run(begin);
+                             const mlir_lowering::Target& target, base::Stats* stats, const SegmentRefs* refs) {
+  return Cutter(records, max_group_ops, target, stats, refs).Run(begin);
 }
 
 }  // namespace trn::scheduler

@@ -53,9 +53,11 @@ struct CutUnit {
 };
 
 // Cuts `records` from `begin` until a group closes (or the records end): the op-by-op units
-// before that group, the group, and the op after it when that op runs op by op. `refs`: what the
-// flush decided about the records' storages (liveness); null: use counts alone decide.
+// before that group, the group, and the op after it when that op runs op by op. Groups are
+// lowered for `target`, and an op it cannot run (Target::CanGroup) runs op by op. `refs`: what
+// the flush decided about the records' storages (liveness); null: use counts alone decide.
 std::vector<CutUnit> CutNext(const std::vector<runtime::OpRecord>& records, size_t begin, int64_t max_group_ops,
-                             base::Stats* stats, const SegmentRefs* refs = nullptr);
+                             const mlir_lowering::Target& target, base::Stats* stats,
+                             const SegmentRefs* refs = nullptr);
 
 }  // namespace trn::scheduler

@@ -80,8 +80,14 @@ std::shared_ptr<GroupPlan> PlanOf(const std::vector<runtime::OpRecord>& records,
 }  // namespace
 
 SegmentPlanner::SegmentPlanner(std::vector<runtime::OpRecord> segment, PlanCache* cache, int64_t max_group_ops,
-                               base::Stats* stats, const SegmentRefs* refs, PlanStore* store)
-    : records_(std::move(segment)), cache_(cache), max_group_ops_(max_group_ops), stats_(stats), store_(store) {
+                               const mlir_lowering::Target& target, base::Stats* stats, const SegmentRefs* refs,
+                               PlanStore* store)
+    : records_(std::move(segment)),
+      cache_(cache),
+      max_group_ops_(max_group_ops),
+      target_(target),
+      stats_(stats),
+      store_(store) {
   if (refs == nullptr) {
     own_refs_ = SegmentRefs::Of(records_);
     refs = &*own_refs_;
@@ -213,7 +219,7 @@ void SegmentPlanner::CachePlans(const std::vector<CutUnit>& cut,
 }
 
 void SegmentPlanner::Cut() {
-  std::vector<CutUnit> cut = CutNext(records_, pos_, max_group_ops_, stats_, refs_);
+  std::vector<CutUnit> cut = CutNext(records_, pos_, max_group_ops_, target_, stats_, refs_);
   std::vector<std::shared_ptr<GroupPlan>> plans(cut.size());
   for (size_t k = 0; k < cut.size(); ++k) {
     const CutUnit& u = cut[k];

@@ -39,9 +39,10 @@ class SegmentPlanner {
  public:
   // `refs`: what the flush decided about the segment's storages (must outlive the planner);
   // null: SegmentRefs::Of(segment), as if no earlier work held references.
-  // `store`: the plan cache's disk tier, or null.
+  // `store`: the plan cache's disk tier, or null. Groups are planned for `target`.
   SegmentPlanner(std::vector<runtime::OpRecord> segment, PlanCache* cache, int64_t max_group_ops,
-                 base::Stats* stats, const SegmentRefs* refs, PlanStore* store = nullptr);
+                 const mlir_lowering::Target& target, base::Stats* stats, const SegmentRefs* refs,
+                 PlanStore* store = nullptr);
   SegmentPlanner(const SegmentPlanner&) = delete;
   SegmentPlanner& operator=(const SegmentPlanner&) = delete;
 
@@ -76,6 +77,7 @@ class SegmentPlanner {
   std::vector<runtime::OpRecord> records_;
   PlanCache* const cache_;
   const int64_t max_group_ops_;
+  const mlir_lowering::Target& target_;
   base::Stats* const stats_;
   std::optional<SegmentRefs> own_refs_;
   const SegmentRefs* refs_ = nullptr;

@@ -21,11 +21,17 @@ thread_local int64_t flush_ns_on_thread = 0;
 
 bool Adaptive(const base::Knobs& knobs) { return knobs.mode == base::Mode::kAdaptive; }
 
+// The knobs' target (NEURON_TARGET, validated when the knobs were parsed).
+const mlir_lowering::Target& TargetOf(const base::Knobs& knobs) {
+  absl::StatusOr<const mlir_lowering::Target*> target = mlir_lowering::Target::Named(knobs.target);
+  return target.ok() ? **target : mlir_lowering::Target::Host();
+}
+
 // Eager mode on a trn target: each op is a group of one, compiled when its signature is first
 // seen (the group key; memory cache only, as in eager mode) and run on the NeuronCore model at
 // once. That is compile mode with one-op groups flushed at every op.
 bool EagerOnTrn(const base::Knobs& knobs) {
-  return knobs.mode == base::Mode::kEager && knobs.target != "host";
+  return knobs.mode == base::Mode::kEager && TargetOf(knobs).is_trn();
 }
 base::Mode StreamMode(const base::Knobs& knobs) {
   return EagerOnTrn(knobs) ? base::Mode::kCompile : knobs.mode;
@@ -50,7 +56,7 @@ CompilerOptions CompilerOptionsOf(const base::Knobs& knobs) {
                                            knobs.cache_secret,
                                            runtime::cache::DefaultSecretFile(),
                                            knobs.test_cache_uid};
-  o.target = knobs.target;
+  o.target = &TargetOf(knobs);
   return o;
 }
 
@@ -68,6 +74,7 @@ Stream::Stream(const base::Knobs& knobs, base::Stats* stats)
                                     : Adaptive(knobs) ? std::min(knobs.adaptive_group_ops, knobs.max_pending_ops)
                                                       : std::min(knobs.max_group_ops, knobs.max_pending_ops))),
       max_group_ops_(EagerOnTrn(knobs) ? 1 : Adaptive(knobs) ? knobs.adaptive_group_ops : knobs.max_group_ops),
+      target_(TargetOf(knobs)),
       stats_(stats),
       dump_dir_(knobs.dump_mlir_dir),
       variants_(knobs.shape_variants),
@@ -77,10 +84,10 @@ Stream::Stream(const base::Knobs& knobs, base::Stats* stats)
                       ? nullptr
                       : std::make_unique<PlanStore>(compiler_.disk(),
                                                     absl::StrCat(Adaptive(knobs) ? "adaptive" : "compile", " ops ",
-                                                                 max_group_ops_, " target ", knobs.target))),
+                                                                 max_group_ops_, " target ", target_.name()))),
       pool_(Adaptive(knobs) ? std::make_unique<CompilePool>(
                                   CompilePoolOptions{static_cast<int>(knobs.compile_workers), knobs.compile_queue,
-                                                     knobs.tiering && knobs.target == "host", knobs.opt_level,
+                                                     knobs.tiering && !target_.is_trn(), knobs.opt_level,
                                                      static_cast<int>(knobs.compile_nice), knobs.cache_poll_ms},
                                   &compiler_)
                             : nullptr),
@@ -245,7 +252,7 @@ runtime::ExecUnit Stream::MakeGroupUnit(PlannedUnit& p) {
   } else if (created) {
     ExplainMiss(unit.key, p.ops);
     CompilePool* pool = builders_ != nullptr ? builders_.get() : pool_.get();
-    CompileRequest request = CompileRequest::Of(plan, p.ops);
+    CompileRequest request = CompileRequest::Of(plan, p.ops, target_);
     // adaptive: a group whose final build is on disk is loaded here, when its segment is planned
     // (a read and a link, ~0.1-0.5 ms; running its ops one by one costs more), so a restarted
     // process runs its first step compiled. Only compiles (and peers' builds) are left to the pool.
@@ -304,7 +311,7 @@ std::vector<runtime::ExecUnit> Stream::PlanSegment(std::vector<runtime::OpRecord
   // (several build at once; with peers, each rank builds the groups nobody has claimed yet and
   // fetches the others) and the executor waits for it when its turn comes, after the whole
   // segment is planned: the builds of one segment run in parallel.
-  SegmentPlanner planner(std::move(records), &plans_, max_group_ops_, stats_, &refs, plan_store_.get());
+  SegmentPlanner planner(std::move(records), &plans_, max_group_ops_, target_, stats_, &refs, plan_store_.get());
   std::vector<runtime::ExecUnit> units;
   while (!planner.Done()) {
     PlannedUnit p = planner.Next();

@@ -100,6 +100,7 @@ class Stream {
   const bool launch_blocking_;
   const CutPolicy flush_policy_;  // when pending ops are flushed without a sync point
   const int64_t max_group_ops_;
+  const mlir_lowering::Target& target_;  // NEURON_TARGET
   base::Stats* const stats_;
   const std::string dump_dir_;  // NEURON_DUMP_MLIR
   absl::Mutex mu_;

@@ -40,7 +40,7 @@ trn::scheduler::GroupKey KeyOf(bool second_is_a, at::Tensor* y) {
   records.push_back(Binary("aten::mul", a, b, t));
   records.push_back(Binary("aten::add", t, second_is_a ? a : b, *y));
   t.reset();  // dead after the group: an internal temporary
-  trn::mlir_lowering::GroupLowering lowering;
+  trn::mlir_lowering::GroupLowering lowering(trn::mlir_lowering::Target::Host());
   for (const OpRecord& r : records) {
     REQUIRE(lowering.Add(r).ok());
   }

@@ -49,7 +49,7 @@ Step MakeStep(double alpha, double p, bool keep_t = false, at::Tensor* t_out = n
 }
 
 LoweredGroup Lower(const std::vector<OpRecord>& records, bool emit) {
-  GroupLowering lowering(emit);
+  GroupLowering lowering(trn::mlir_lowering::Target::Host(), emit);
   for (const OpRecord& r : records) {
     REQUIRE(lowering.Add(r).ok());
   }
@@ -79,7 +79,8 @@ TEST_CASE("a planning lowering decides what an emitting one does, and its replay
   // The replay holds no reference to the group's storages.
   const auto uses = c10::raw::intrusive_ptr::use_count(s.y.storage().unsafeGetStorageImpl());
   auto replay = trn::mlir_lowering::GroupReplay::Detach(s.records, planned.live_buffers,
-                                                        trn::mlir_lowering::PlanShape::Of(planned));
+                                                        trn::mlir_lowering::PlanShape::Of(planned),
+                                                        trn::mlir_lowering::Target::Host());
   CHECK(c10::raw::intrusive_ptr::use_count(s.y.storage().unsafeGetStorageImpl()) == uses);
   bool first = false, second = true;
   auto text = replay->Emit(&first);
@@ -92,7 +93,9 @@ TEST_CASE("a planning lowering decides what an emitting one does, and its replay
   // A replay whose plan disagrees with the IR is an internal error, never silently different.
   trn::mlir_lowering::PlanShape wrong = trn::mlir_lowering::PlanShape::Of(planned);
   wrong.outputs.pop_back();
-  auto bad = trn::mlir_lowering::GroupReplay::Detach(s.records, planned.live_buffers, wrong)->Emit();
+  auto bad = trn::mlir_lowering::GroupReplay::Detach(s.records, planned.live_buffers, wrong,
+                                                     trn::mlir_lowering::Target::Host())
+                 ->Emit();
   CHECK(bad.status().code() == absl::StatusCode::kInternal);
 }
 
@@ -119,7 +122,8 @@ TEST_CASE("a flush finds a planned group again, binds its own tensors and checks
   trn::base::Stats stats;
   trn::scheduler::PlanCache cache;
   auto plan_step = [&](Step& s) {
-    trn::scheduler::SegmentPlanner planner(std::move(s.records), &cache, 256, &stats, nullptr);
+    trn::scheduler::SegmentPlanner planner(std::move(s.records), &cache, 256, trn::mlir_lowering::Target::Host(), &stats,
+                                           nullptr);
     std::vector<trn::scheduler::PlannedUnit> units;
     while (!planner.Done()) units.push_back(planner.Next());
     return std::make_pair(std::move(units), std::make_pair(planner.cache_hits(), planner.cache_misses()));

@@ -34,7 +34,7 @@ OpRecord Record(const char* name, const char* overload, std::vector<c10::IValue>
 }
 
 LoweredGroup Lower(const std::vector<OpRecord>& records, bool emit = false) {
-  GroupLowering lowering(emit);
+  GroupLowering lowering(trn::mlir_lowering::Target::Host(), emit);
   for (const OpRecord& r : records) {
     REQUIRE(lowering.Add(r).ok());
   }

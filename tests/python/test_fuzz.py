@@ -72,7 +72,7 @@ result = x.masked_fill(x.long(), 1.0)
 # Finding (seeds 1247, 1670, 2357, 3239, 31411, compile mode): an in-place write through an
 # expanded (self-overlapping) view raised "more than one element of the written-to tensor refers
 # to a single memory location" at the next sync; PyTorch CPU and eager mode write it. Fixed: a
-# write through a self-overlapping view is not lowered (GroupLowering::CanLower); ATen's kernel
+# write through a self-overlapping view is not lowered (Target::CanGroup); ATen's kernel
 # runs it op by op and decides, as in eager mode.
 @pytest.mark.parametrize("op", ["masked_fill_", "fill_", "zero_"])
 def test_inplace_write_through_expanded_view(op):

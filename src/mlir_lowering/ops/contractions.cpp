@@ -9,21 +9,15 @@
 // pipeline compiles when the trn pipeline refuses the group, and the trn pipeline feeds TensorE
 // the half buffers themselves (LowerMatmul.cpp: the widening is exact, the products the same).
 #include "mlir_lowering/ops/op_helpers.h"
-#include "base/knobs.h"
 
 namespace trn::mlir_lowering {
 namespace {
 
 absl::Status ViaRuntime(GroupLowering& g, const runtime::OpRecord&) { return g.Extern(); }
 
-bool TrnTarget() {
-  const absl::StatusOr<base::Knobs>& k = base::GetKnobs();
-  return k.ok() && k->target != "host";
-}
-
 // (self|bias) (+)= product of the two named matrices (or batches of them).
 absl::Status Matmul(GroupLowering& g, const runtime::OpRecord& r) {
-  if (!TrnTarget()) return g.Extern();
+  if (!g.target().is_trn()) return g.Extern();
   const std::string name = r.op.schema().name();
   const bool add = name == "aten::addmm" || name == "aten::baddbmm";
   const bool batched = name == "aten::bmm" || name == "aten::baddbmm";

@@ -68,7 +68,7 @@ absl::Status Mul(GroupLowering& g, const runtime::OpRecord&) {
 enum class IntDiv { kTrunc, kFloor, kFmod, kRemainder };
 absl::Status IntegerDivision(GroupLowering& g, IntDiv mode) {
   at::Tensor dst = g.Destination(0);
-  if (!GroupLowering::TrnTarget() || !dst.defined() || !c10::isIntegralType(dst.scalar_type(), false)) {
+  if (!g.target().is_trn() || !dst.defined() || !c10::isIntegralType(dst.scalar_type(), false)) {
     return absl::UnimplementedError("integer division (trn targets only)");
   }
   const c10::ScalarType t = dst.scalar_type();

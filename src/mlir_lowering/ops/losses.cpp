@@ -12,7 +12,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "mlir_lowering/ops/reduce_helpers.h"
-#include "base/knobs.h"
 
 namespace trn::mlir_lowering {
 namespace {
@@ -98,11 +97,6 @@ View NllElements(GroupLowering& g, const Nll& n, const std::string& xs, const st
   });
 }
 
-bool TrnTarget() {
-  const absl::StatusOr<base::Knobs>& k = base::GetKnobs();
-  return k.ok() && k->target != "host";
-}
-
 // `v` (target-shaped, or the 1-D weight when `weight`) broadcast along the class dimension
 // to the input's shape: a view, no copy.
 View AlongClasses(const Nll& n, View v, bool weight) {
@@ -143,7 +137,7 @@ absl::Status NllLossForward(GroupLowering& g, const runtime::OpRecord&) {
     return absl::UnimplementedError("nll_loss without outputs");
   }
   TRN_RETURN_IF_ERROR(CheckTargets(g, n));
-  const bool trn = TrnTarget();
+  const bool trn = g.target().is_trn();
   const std::string xs = trn ? "" : g.Materialize(n.self);
   const std::string ws = !trn && n.weight.has_value() ? g.Materialize(*n.weight) : "";
   View loss = trn ? NllPicked(g, n, false) : NllElements(g, n, xs, ws, false);

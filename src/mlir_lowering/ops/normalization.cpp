@@ -6,7 +6,7 @@
 // kernels' (layer_norm_kernel.cpp, batch_norm_kernel.cpp).
 //
 // Eval-mode batch norm forward is not lowered: its save_mean/save_invstd results are empty
-// tensors, which the group lowering refuses (GroupLowering::CanLower), so it runs op by op.
+// tensors, which the group lowering refuses (Target::CanGroup), so it runs op by op.
 #include <cmath>
 
 #include "absl/strings/str_cat.h"

@@ -129,7 +129,7 @@ std::optional<Window> UnrolledWindow(const GroupLowering& g, const View& input, 
 // max_pool2d_with_indices(self, kernel_size, stride=[], padding=0, dilation=1, ceil_mode=False)
 // -> (values, indices), and its .out form.
 absl::Status MaxPool2d(GroupLowering& g, const runtime::OpRecord&) {
-  if (GroupLowering::TrnTarget()) return g.Extern();
+  if (g.target().is_trn()) return g.Extern();
   TRN_ASSIGN_OR_RETURN(View in, TensorArg(g, "self"));
   const at::Tensor values = g.Destination(0), indices = g.Destination(1);
   if (!values.defined() || !indices.defined() || values.dim() != in.rank() || indices.scalar_type() != c10::kLong ||
@@ -225,7 +225,7 @@ std::optional<AvgArgs> ReadAvgArgs(const GroupLowering& g) {
 // divisor_override=None), and its .out form: per output, the window's in-bounds elements summed
 // row by row in the dtype, divided by the divisor (0 for a window with none, as ATen).
 absl::Status AvgPool2d(GroupLowering& g, const runtime::OpRecord&) {
-  if (GroupLowering::TrnTarget()) return g.Extern();
+  if (g.target().is_trn()) return g.Extern();
   TRN_ASSIGN_OR_RETURN(View in, TensorArg(g, "self"));
   const at::Tensor dst = g.Destination(0);
   std::optional<AvgArgs> avg = ReadAvgArgs(g);
@@ -259,7 +259,7 @@ absl::Status AvgPool2d(GroupLowering& g, const runtime::OpRecord&) {
 // adds grad_output / divisor of every window whose summed positions hold (h, w), in ascending
 // window order, as ATen's kernel adds them into zeros.
 absl::Status AvgPool2dBackward(GroupLowering& g, const runtime::OpRecord&) {
-  if (GroupLowering::TrnTarget()) return g.Extern();
+  if (g.target().is_trn()) return g.Extern();
   TRN_ASSIGN_OR_RETURN(View self, TensorArg(g, "self"));
   TRN_ASSIGN_OR_RETURN(View grad, TensorArg(g, "grad_output"));
   const at::Tensor dst = g.Destination(0);

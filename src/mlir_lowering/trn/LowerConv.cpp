@@ -1,7 +1,7 @@
 // trn-lower-linalg: convolutions, which the group lowering leaves as ATen runtime calls
 // (`aten::convolution`, `aten::convolution_backward`, recognised by trn.extern_op; their int and
 // list arguments in trn.extern_ints / trn.extern_lists, host_passes.h). 1-D and 2-D, any stride,
-// padding, dilation and groups, regular and transposed (3-D ones GroupLowering::CanLower sends to
+// padding, dilation and groups, regular and transposed (3-D ones Target::CanGroup sends to
 // the host). A transposed convolution is the grad input of the regular one (below); its grad
 // input is the regular forward of grad_output, its grad weight the regular one with input and
 // grad_output exchanged.

@@ -10,7 +10,7 @@
 //   constants: an i16 (the value's bits) -> the bf16 with those bits
 // and every i16 type (tensors, memrefs, block arguments, results, the function's) becomes bf16.
 // On a trn target an i16 element is always a bfloat16: no int16 tensor is lowered for trn
-// (GroupLowering::CanLower). An i16 used any other way is refused by name (the group is then
+// (Target::CanGroup). An i16 used any other way is refused by name (the group is then
 // built as host code from the original module).
 #include <memory>
 
