@@ -35,7 +35,7 @@ nc::InstructionStream RandomStream(uint32_t seed) {
       nc::Instruction in;
       in.opcode = static_cast<nc::Opcode>(pick(static_cast<int>(nc::Opcode::kCount)));
       in.source_op = pick(1000);
-      in.func = pick(13);
+      in.func = pick(in.opcode == nc::Opcode::kTensorReduce ? 3 : 13);  // within its table
       in.flags = pick(2);
       in.imm = pick(100) * 0.25;
       in.imm2 = -pick(10);
@@ -129,7 +129,13 @@ TEST_CASE("the disassembly names engines, opcodes, operands and source ops", "[s
   wait.semaphore = 3;
   wait.value = 2;
   s.queues[static_cast<int>(nc::Engine::kVector)].push_back(wait);
+  nc::Instruction exp;
+  exp.opcode = nc::Opcode::kActivation;
+  exp.func = static_cast<uint32_t>(nc::ActFunc::kExp);
+  exp.operands = {st, st};
+  s.queues[static_cast<int>(nc::Engine::kScalar)].push_back(exp);
   const std::string text = nc::Disassemble(s);
+  CHECK(text.find("activation    s1[p0+128, +0, (128:1)], s1[p0+128, +0, (128:1)] exp  ; op 0") != std::string::npos);
   CHECK(text.find("buffer h0: hbm f32, 65536 bytes, argument 2") != std::string::npos);
   CHECK(text.find("buffer s1: sbuf bf16, partitions 0..127, 1024 bytes/partition at 4096") != std::string::npos);
   CHECK(text.find("queue tensor (1 instructions)") != std::string::npos);
@@ -189,4 +195,27 @@ TEST_CASE("a crafted stream is refused before it allocates or loops", "[neuronco
   nc::InstructionStream scratch = s;
   scratch.buffers.push_back({nc::Space::kHbm, nc::DType::kF32, 1, 0, uint64_t{1} << 40, 0, -1});
   refused(scratch, "HBM scratch");
+}
+
+// The func tables are the encoding shared by the dialect, the emitter and the model: a value
+// outside its opcode's table is refused when decoded, and names map both ways.
+TEST_CASE("an instruction's function is an entry of its opcode's table", "[stream]") {
+  CHECK(nc::FromName<nc::ActFunc>(nc::kActFuncNames, "sin") == nc::ActFunc::kSin);
+  CHECK(nc::FromName<nc::AluOp>(nc::kAluOpNames, "is_ge") == nc::AluOp::kIsGe);
+  CHECK(nc::FromName<nc::ReduceOp>(nc::kReduceOpNames, "minimum") == nc::ReduceOp::kMinimum);
+  CHECK_FALSE(nc::FromName<nc::ReduceOp>(nc::kReduceOpNames, "multiply").has_value());
+  nc::InstructionStream s;
+  s.buffers.push_back({nc::Space::kSbuf, nc::DType::kF32, 128, 0, 512, 0, -1});
+  nc::Access a{0, 0, 128, 0, 0, {1}, {1}};
+  nc::Instruction reduce;
+  reduce.opcode = nc::Opcode::kTensorReduce;
+  reduce.operands = {a, a};
+  reduce.func = static_cast<uint32_t>(nc::ReduceOp::kMaximum);
+  CHECK(nc::FuncName(reduce) == "maximum");
+  s.queues[1].push_back(reduce);
+  REQUIRE(nc::Decode(nc::Encode(s)).ok());
+  s.queues[1][0].func = static_cast<uint32_t>(nc::ReduceOp::kCount);
+  auto bad = nc::Decode(nc::Encode(s));
+  REQUIRE_FALSE(bad.ok());
+  CHECK(bad.status().message().find("unknown function 3 of tensor_reduce") != std::string::npos);
 }

@@ -1,9 +1,14 @@
 #include "mlir_lowering/trn/TrnDialect.h"
 
+#include <algorithm>
+#include <array>
+#include <string_view>
+
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/TypeSwitch.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/DialectImplementation.h"
+#include "runtime/neuroncore/instruction_stream.h"
 
 #include "mlir_lowering/trn/TrnOpsDialect.cpp.inc"
 
@@ -220,13 +225,26 @@ mlir::LogicalResult MatmulOp::verify() {
   return mlir::success();
 }
 
-const char* const ActivationOp::kFunctions[] = {"identity", "exp", "log", "tanh", "gelu", "gelu_tanh", "sigmoid",
-                                                 "relu", "silu", "rsqrt", "sqrt", "square", "reciprocal",
-                                                 "erf",  // [NLERF]
-                                                 "sin",  // valid input [-pi, pi]: no range reduction ([COMMON])
-                                                 nullptr};
-
 namespace {
+
+namespace nc = trn::runtime::neuroncore;
+
+// Whether `name` is in `table` (the instruction set's tables: runtime/neuroncore/
+// instruction_stream.h), leaving out `excluded`; if not, `all` lists what is.
+template <size_t N>
+bool InTable(llvm::StringRef name, const std::array<std::string_view, N>& table, std::string* all,
+             std::initializer_list<llvm::StringRef> excluded = {}) {
+  auto allowed = [&](std::string_view t) {
+    return std::find(excluded.begin(), excluded.end(), llvm::StringRef(t.data(), t.size())) == excluded.end();
+  };
+  for (std::string_view t : table) {
+    if (allowed(t) && llvm::StringRef(t.data(), t.size()) == name) return true;
+  }
+  for (std::string_view t : table) {
+    if (allowed(t)) *all += (all->empty() ? "" : ", ") + std::string(t);
+  }
+  return false;
+}
 
 template <typename A, typename B>
 mlir::LogicalResult SameShape(mlir::Operation* op, A a, B b) {
@@ -245,11 +263,8 @@ mlir::LogicalResult WithTile(mlir::Type t, F&& f) {
 }  // namespace
 
 mlir::LogicalResult ActivationOp::verify() {
-  bool known = false;
-  for (const char* const* f = kFunctions; *f != nullptr; ++f) known |= getFunc() == *f;
-  if (!known) {
-    std::string all;
-    for (const char* const* f = kFunctions; *f != nullptr; ++f) all += std::string(all.empty() ? "" : ", ") + *f;
+  std::string all;
+  if (!InTable(getFunc(), nc::kActFuncNames, &all)) {
     return emitOpError("unknown function '") << getFunc() << "' (ScalarE's table: " << all << ")";
   }
   auto dst = getDst().getType().cast<SbufTileType>();
@@ -272,13 +287,6 @@ mlir::LogicalResult TensorCopyOp::verify() {
 
 namespace {
 
-bool InTable(llvm::StringRef name, std::initializer_list<llvm::StringRef> table, std::string* all) {
-  for (llvm::StringRef t : table) {
-    if (t == name) return true;
-  }
-  for (llvm::StringRef t : table) *all += (all->empty() ? "" : ", ") + t.str();
-  return false;
-}
 
 // Partitions and free shape of a tile type, either memory.
 struct Shape {
@@ -293,11 +301,9 @@ Shape ShapeOf(mlir::Type t) {
   return {p.getPartitions(), llvm::SmallVector<int64_t>(p.getFreeShape())};
 }
 
-const std::initializer_list<llvm::StringRef> kEngines = {"tensor", "vector", "scalar", "gpsimd", "dma"};
-
 mlir::LogicalResult VerifySemaphore(mlir::Operation* op, llvm::StringRef engine, int32_t semaphore) {
   std::string all;
-  if (!InTable(engine, kEngines, &all)) {
+  if (!InTable(engine, nc::kEngineNames, &all)) {
     return op->emitOpError("unknown engine '") << engine << "' (engines: " << all << ")";
   }
   if (semaphore < 0 || semaphore >= kSemaphores) {
@@ -325,9 +331,7 @@ mlir::LogicalResult TransposeOp::verify() {
 
 mlir::LogicalResult TensorTensorOp::verify() {
   std::string all;
-  if (!InTable(getOp(), {"add", "subtract", "multiply", "divide", "maximum", "minimum", "power", "is_equal",
-                         "not_equal", "is_ge", "is_gt", "is_le", "is_lt", "logical_and", "logical_or"},
-               &all)) {
+  if (!InTable(getOp(), nc::kAluOpNames, &all)) {
     return emitOpError("unknown op '") << getOp() << "' (VectorE's: " << all << ")";
   }
   const Shape d = ShapeOf(getDst().getType());
@@ -339,9 +343,7 @@ mlir::LogicalResult TensorTensorOp::verify() {
 
 mlir::LogicalResult TensorScalarOp::verify() {
   std::string all;
-  if (!InTable(getOp(), {"add", "subtract", "multiply", "divide", "maximum", "minimum", "power", "is_equal",
-                         "is_ge", "is_gt", "is_le", "is_lt"},
-               &all)) {
+  if (!InTable(getOp(), nc::kAluOpNames, &all, /*excluded=*/{"not_equal", "logical_and", "logical_or"})) {
     return emitOpError("unknown op '") << getOp() << "' (VectorE's: " << all << ")";
   }
   if (getImm().has_value() == static_cast<bool>(getColumn())) {
@@ -378,7 +380,7 @@ mlir::LogicalResult CopyPredicatedOp::verify() {
 
 mlir::LogicalResult TensorReduceOp::verify() {
   std::string all;
-  if (!InTable(getOp(), {"add", "maximum", "minimum"}, &all)) {
+  if (!InTable(getOp(), nc::kReduceOpNames, &all)) {
     return emitOpError("unknown reduction '") << getOp() << "' (VectorE's: " << all << ")";
   }
   auto dst = getDst().getType().cast<SbufTileType>();

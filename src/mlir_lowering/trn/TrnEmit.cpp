@@ -41,23 +41,13 @@ absl::StatusOr<nc::DType> DTypeOf(mlir::Type t) {
   return absl::UnimplementedError(absl::StrCat("element type ", os.str(), " has no NeuronCore dtype here"));
 }
 
-int64_t TableIndex(llvm::ArrayRef<llvm::StringRef> table, llvm::StringRef name) {
-  for (size_t i = 0; i < table.size(); ++i) {
-    if (table[i] == name) return static_cast<int64_t>(i);
-  }
-  return -1;
-}
-
-const llvm::StringRef kAluOps[] = {"add", "subtract", "multiply", "divide", "maximum", "minimum", "power", "is_equal",
-                                   "not_equal", "is_ge", "is_gt", "is_le", "is_lt", "logical_and", "logical_or"};
-const llvm::StringRef kReduceOps[] = {"add", "maximum", "minimum"};
-
-nc::Engine EngineOf(llvm::StringRef name) {
-  if (name == "tensor") return nc::Engine::kTensor;
-  if (name == "scalar") return nc::Engine::kScalar;
-  if (name == "gpsimd") return nc::Engine::kGpSimd;
-  if (name == "dma") return nc::Engine::kDma;
-  return nc::Engine::kVector;
+// The encoding of an instruction's function: its index in the instruction set's table (the
+// dialect's verifiers accept only names in it).
+template <typename E, size_t N>
+absl::StatusOr<uint32_t> FuncIndex(const std::array<std::string_view, N>& table, llvm::StringRef name) {
+  std::optional<E> f = nc::FromName<E>(table, std::string_view(name.data(), name.size()));
+  if (!f.has_value()) return absl::InternalError(absl::StrCat("no instruction encodes '", name.str(), "'"));
+  return static_cast<uint32_t>(*f);
 }
 
 struct ChunkState {
@@ -215,11 +205,9 @@ class Emitter {
       operands = {a.getSrc()};
       if (a.getBias()) operands.push_back(a.getBias());
       operands.push_back(a.getDst());
-      int64_t f = -1;
-      for (int64_t i = 0; ActivationOp::kFunctions[i] != nullptr; ++i) {
-        if (a.getFunc() == ActivationOp::kFunctions[i]) f = i;
-      }
-      in.func = static_cast<uint32_t>(f);
+      absl::StatusOr<uint32_t> func = FuncIndex<nc::ActFunc>(nc::kActFuncNames, a.getFunc());
+      if (!func.ok()) return func.status();
+      in.func = *func;
       in.imm = a.getScale().convertToDouble();
     } else if (auto c = mlir::dyn_cast<TensorCopyOp>(op)) {
       in.opcode = nc::Opcode::kTensorCopy;
@@ -227,13 +215,17 @@ class Emitter {
     } else if (auto tt = mlir::dyn_cast<TensorTensorOp>(op)) {
       in.opcode = nc::Opcode::kTensorTensor;
       operands = {tt.getLhs(), tt.getRhs(), tt.getDst()};
-      in.func = static_cast<uint32_t>(TableIndex(kAluOps, tt.getOp()));
+      absl::StatusOr<uint32_t> func = FuncIndex<nc::AluOp>(nc::kAluOpNames, tt.getOp());
+      if (!func.ok()) return func.status();
+      in.func = *func;
     } else if (auto ts = mlir::dyn_cast<TensorScalarOp>(op)) {
       in.opcode = nc::Opcode::kTensorScalar;
       operands = {ts.getSrc()};
       if (ts.getColumn()) operands.push_back(ts.getColumn());
       operands.push_back(ts.getDst());
-      in.func = static_cast<uint32_t>(TableIndex(kAluOps, ts.getOp()));
+      absl::StatusOr<uint32_t> func = FuncIndex<nc::AluOp>(nc::kAluOpNames, ts.getOp());
+      if (!func.ok()) return func.status();
+      in.func = *func;
       if (ts.getImm()) in.imm = ts.getImm()->convertToDouble();
     } else if (auto cp = mlir::dyn_cast<CopyPredicatedOp>(op)) {
       in.opcode = nc::Opcode::kCopyPredicated;
@@ -241,7 +233,9 @@ class Emitter {
     } else if (auto r = mlir::dyn_cast<TensorReduceOp>(op)) {
       in.opcode = nc::Opcode::kTensorReduce;
       operands = {r.getSrc(), r.getDst()};
-      in.func = static_cast<uint32_t>(TableIndex(kReduceOps, r.getOp()));
+      absl::StatusOr<uint32_t> func = FuncIndex<nc::ReduceOp>(nc::kReduceOpNames, r.getOp());
+      if (!func.ok()) return func.status();
+      in.func = *func;
     } else if (auto ms = mlir::dyn_cast<MemsetOp>(op)) {
       in.opcode = nc::Opcode::kMemset;
       operands = {ms.getDst()};
@@ -265,7 +259,11 @@ class Emitter {
     }
     auto engine_attr = op->getAttrOfType<mlir::StringAttr>(kEngineAttr);
     if (!engine_attr) return absl::FailedPreconditionError("instruction without an engine: run trn-assign-engines first");
-    const int e = static_cast<int>(EngineOf(engine_attr.getValue()));
+    const llvm::StringRef engine_name = engine_attr.getValue();
+    const std::optional<nc::Engine> engine =
+        nc::FromName<nc::Engine>(nc::kEngineNames, std::string_view(engine_name.data(), engine_name.size()));
+    if (!engine.has_value()) return absl::InternalError(absl::StrCat("unknown engine '", engine_name.str(), "'"));
+    const int e = static_cast<int>(*engine);
     if (absl::Status placed = CheckPlacement(in, static_cast<nc::Engine>(e), engine_attr.getValue()); !placed.ok()) {
       return placed;
     }

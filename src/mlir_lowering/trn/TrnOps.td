@@ -132,7 +132,8 @@ def Trn_ActivationOp : Trn_Op<"activation"> {
   let summary = "ScalarE: dst = func(src * scale + bias)";
   let description = [{
     `trn.activation %src, %dst {func = "gelu", scale = 1.0 : f32} : !trn.sbuf<..>, !trn.sbuf<..>`.
-    `func` comes from a fixed table (see ActivationOp::kFunctions); the optional `bias` is a
+    `func` names an entry of ScalarE's table (kActFuncNames in runtime/neuroncore/
+    instruction_stream.h, the encoding the model shares); the optional `bias` is a
     per-partition column tile [P, [1]].
   }];
   let arguments = (ins Arg<Trn_AnyTile, "", [MemRead]>:$src, Arg<Trn_SbufTile, "", [MemWrite]>:$dst,
@@ -140,9 +141,6 @@ def Trn_ActivationOp : Trn_Op<"activation"> {
                        Optional<Trn_SbufTile>:$bias);
   let assemblyFormat = "$src `,` $dst (`bias` $bias^)? attr-dict `:` qualified(type($src)) `,` qualified(type($dst)) (`,` qualified(type($bias))^)?";
   let hasVerifier = 1;
-  let extraClassDeclaration = [{
-    static const char* const kFunctions[];
-  }];
 }
 
 def Trn_TensorCopyOp : Trn_Op<"tensor_copy"> {

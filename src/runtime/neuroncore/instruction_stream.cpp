@@ -14,6 +14,21 @@ namespace {
 
 constexpr char kMagic[] = "TRNISTRM";  // 8 bytes, no terminator written
 
+// The func table of `op`, or null when it takes none.
+template <size_t N>
+const std::string_view* Table(const std::array<std::string_view, N>& t, size_t* n) {
+  *n = N;
+  return t.data();
+}
+const std::string_view* FuncTable(Opcode op, size_t* n) {
+  switch (op) {
+    case Opcode::kActivation: return Table(kActFuncNames, n);
+    case Opcode::kTensorTensor: case Opcode::kTensorScalar: return Table(kAluOpNames, n);
+    case Opcode::kTensorReduce: return Table(kReduceOpNames, n);
+    default: *n = 0; return nullptr;
+  }
+}
+
 class Writer {
  public:
   template <typename T>
@@ -144,9 +159,14 @@ std::string AccessText(const Access& a, const InstructionStream& s) {
 
 }  // namespace
 
+std::string_view FuncName(const Instruction& in) {
+  size_t n = 0;
+  const std::string_view* table = FuncTable(in.opcode, &n);
+  return table != nullptr && in.func < n ? table[in.func] : std::string_view();
+}
+
 const char* EngineName(Engine e) {
-  static const char* const kNames[] = {"tensor", "vector", "scalar", "gpsimd", "dma"};
-  return kNames[static_cast<int>(e)];
+  return kEngineNames[static_cast<int>(e)].data();  // (literals: NUL-terminated)
 }
 
 int DTypeBytes(DType t) {
@@ -264,6 +284,10 @@ absl::StatusOr<InstructionStream> Decode(const std::string& bytes) {
       }
       if (op >= static_cast<uint16_t>(Opcode::kCount)) return Bad(absl::StrCat("unknown opcode ", op), r.at());
       in.opcode = static_cast<Opcode>(op);
+      size_t funcs = 0;
+      if (FuncTable(in.opcode, &funcs) != nullptr && in.func >= funcs) {
+        return Bad(absl::StrCat("unknown function ", in.func, " of ", OpcodeName(in.opcode)), r.at());
+      }
       if (nops > r.remaining() / kOperandRecordBytes) return Bad("truncated operands", r.at());
       in.operands.resize(nops);
       for (Access& a : in.operands) {
@@ -314,7 +338,7 @@ std::string Disassemble(const InstructionStream& s) {
       std::string attrs;
       if (in.opcode == Opcode::kSignal) attrs = absl::StrCat(" sem ", in.semaphore);
       if (in.opcode == Opcode::kWait) attrs = absl::StrCat(" sem ", in.semaphore, " >= ", in.value);
-      if (in.func != 0) absl::StrAppend(&attrs, " func ", in.func);
+      if (!FuncName(in).empty()) absl::StrAppend(&attrs, " ", std::string(FuncName(in)));
       if (in.flags & Instruction::kAccumulate) absl::StrAppend(&attrs, " accumulate");
       if (in.imm != 0 || in.imm2 != 0 || in.imm3 != 0) absl::StrAppend(&attrs, " imm ", in.imm, ",", in.imm2, ",", in.imm3);
       const std::string joined = absl::StrCat(absl::StrJoin(ops, ", "), attrs);

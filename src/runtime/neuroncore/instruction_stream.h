@@ -18,7 +18,9 @@
 
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -29,6 +31,8 @@ inline constexpr uint32_t kStreamFormatVersion = 3;  // 2: DType kI64, Opcode kD
 
 enum class Engine : uint8_t { kTensor = 0, kVector = 1, kScalar = 2, kGpSimd = 3, kDma = 4 };
 inline constexpr int kEngines = 5;
+// The engines' names, in Engine order: the trn dialect's `engine` attributes and the disassembly.
+inline constexpr std::array<std::string_view, kEngines> kEngineNames = {"tensor", "vector", "scalar", "gpsimd", "dma"};
 const char* EngineName(Engine e);
 
 enum class Space : uint8_t { kHbm = 0, kSbuf = 1, kPsum = 2 };
@@ -70,6 +74,41 @@ enum class Opcode : uint16_t {
 };
 const char* OpcodeName(Opcode op);
 
+// What an instruction applies (Instruction::func), by opcode: ScalarE activation's function,
+// tensor_tensor's and tensor_scalar's ALU operation, tensor_reduce's operation. The value is the
+// encoding; the name is the trn dialect's spelling (trn/TrnOps.td: its verifiers accept these
+// names only) and the disassembler's. One table each, shared by the dialect, its emitter and the
+// model, so an encoding cannot drift between them.
+enum class ActFunc : uint32_t {
+  kIdentity, kExp, kLog, kTanh, kGelu, kGeluTanh, kSigmoid, kRelu, kSilu, kRsqrt, kSqrt, kSquare, kReciprocal,
+  kErf,  // [NLERF]
+  kSin,  // valid input [-pi, pi]: no range reduction ([COMMON])
+  kCount
+};
+inline constexpr std::array<std::string_view, static_cast<size_t>(ActFunc::kCount)> kActFuncNames = {
+    "identity", "exp", "log", "tanh", "gelu", "gelu_tanh", "sigmoid", "relu", "silu", "rsqrt", "sqrt", "square",
+    "reciprocal", "erf", "sin"};
+enum class AluOp : uint32_t {
+  kAdd, kSubtract, kMultiply, kDivide, kMaximum, kMinimum, kPower, kIsEqual, kNotEqual, kIsGe, kIsGt, kIsLe, kIsLt,
+  kLogicalAnd, kLogicalOr, kCount
+};
+inline constexpr std::array<std::string_view, static_cast<size_t>(AluOp::kCount)> kAluOpNames = {
+    "add", "subtract", "multiply", "divide", "maximum", "minimum", "power", "is_equal", "not_equal", "is_ge", "is_gt",
+    "is_le", "is_lt", "logical_and", "logical_or"};
+enum class ReduceOp : uint32_t { kAdd, kMaximum, kMinimum, kCount };
+inline constexpr std::array<std::string_view, static_cast<size_t>(ReduceOp::kCount)> kReduceOpNames = {
+    "add", "maximum", "minimum"};
+
+// The entry of `names` (kEngineNames or one of the tables above) called `name`; nullopt when
+// there is none.
+template <typename E, size_t N>
+std::optional<E> FromName(const std::array<std::string_view, N>& names, std::string_view name) {
+  for (size_t i = 0; i < N; ++i) {
+    if (names[i] == name) return static_cast<E>(i);
+  }
+  return std::nullopt;
+}
+
 struct Instruction {
   Opcode opcode = Opcode::kMemset;
   uint32_t source_op = 0;          // index of the recorded op in the group
@@ -83,6 +122,11 @@ struct Instruction {
   uint32_t value = 0;              // wait: the count to reach
   static constexpr uint32_t kAccumulate = 1;
 };
+
+// The name of an instruction's func: its entry in the table of its opcode (kActFuncNames,
+// kAluOpNames, kReduceOpNames); empty for an opcode that takes none. Decode refuses a func
+// outside its opcode's table.
+std::string_view FuncName(const Instruction& in);
 
 struct InstructionStream {
   std::string target = "trn2";

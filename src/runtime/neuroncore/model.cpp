@@ -128,50 +128,52 @@ class View {
   int esize_;
 };
 
-float Activation(uint32_t func, float x) {
-  switch (func) {  // the table of trn::ir::ActivationOp::kFunctions, in order
-    case 0: return x;
-    case 1: return std::exp(x);
-    case 2: return std::log(x);
-    case 3: return std::tanh(x);
-    case 4: return 0.5f * x * (1.0f + std::erf(x * 0.70710678f));
-    case 5: return 0.5f * x * (1.0f + std::tanh(0.7978845608f * (x + 0.044715f * x * x * x)));
-    case 6: return 1.0f / (1.0f + std::exp(-x));
-    case 7: return x > 0 ? x : 0.0f;
-    case 8: return x / (1.0f + std::exp(-x));
-    case 9: return 1.0f / std::sqrt(x);
-    case 10: return std::sqrt(x);
-    case 11: return x * x;
-    case 12: return 1.0f / x;
-    case 13: return std::erf(x);
+float Activation(ActFunc func, float x) {
+  switch (func) {
+    case ActFunc::kIdentity: return x;
+    case ActFunc::kExp: return std::exp(x);
+    case ActFunc::kLog: return std::log(x);
+    case ActFunc::kTanh: return std::tanh(x);
+    case ActFunc::kGelu: return 0.5f * x * (1.0f + std::erf(x * 0.70710678f));
+    case ActFunc::kGeluTanh: return 0.5f * x * (1.0f + std::tanh(0.7978845608f * (x + 0.044715f * x * x * x)));
+    case ActFunc::kSigmoid: return 1.0f / (1.0f + std::exp(-x));
+    case ActFunc::kRelu: return x > 0 ? x : 0.0f;
+    case ActFunc::kSilu: return x / (1.0f + std::exp(-x));
+    case ActFunc::kRsqrt: return 1.0f / std::sqrt(x);
+    case ActFunc::kSqrt: return std::sqrt(x);
+    case ActFunc::kSquare: return x * x;
+    case ActFunc::kReciprocal: return 1.0f / x;
+    case ActFunc::kErf: return std::erf(x);
     // ScalarE's sin does no range reduction: outside [-pi, pi] (with a margin of a few ulp for
     // an argument the lowering reduced) its result is not defined. NaN there, so that a lowering
     // that forgot to reduce fails its tests instead of getting the library's exact answer.
-    case 14: return std::fabs(x) <= 3.1416f ? std::sin(x) : std::nanf("");
+    case ActFunc::kSin: return std::fabs(x) <= 3.1416f ? std::sin(x) : std::nanf("");
+    case ActFunc::kCount: break;
   }
   return std::nanf("");
 }
 
 // In fp32 for float destinations; in double (exact for integers) for integer destinations.
 template <typename T>
-T Alu(uint32_t op, T a, T b) {
+T Alu(AluOp op, T a, T b) {
   const T nan = std::numeric_limits<T>::quiet_NaN();
-  switch (op) {  // trn::ir tensor_tensor's table, in order
-    case 0: return a + b;
-    case 1: return a - b;
-    case 2: return a * b;
-    case 3: return a / b;
-    case 4: return std::isnan(a) || std::isnan(b) ? nan : std::max(a, b);
-    case 5: return std::isnan(a) || std::isnan(b) ? nan : std::min(a, b);
-    case 6: return std::pow(a, b);
-    case 7: return a == b;
-    case 8: return a != b;
-    case 9: return a >= b;
-    case 10: return a > b;
-    case 11: return a <= b;
-    case 12: return a < b;
-    case 13: return (a != 0) && (b != 0);
-    case 14: return (a != 0) || (b != 0);
+  switch (op) {
+    case AluOp::kAdd: return a + b;
+    case AluOp::kSubtract: return a - b;
+    case AluOp::kMultiply: return a * b;
+    case AluOp::kDivide: return a / b;
+    case AluOp::kMaximum: return std::isnan(a) || std::isnan(b) ? nan : std::max(a, b);
+    case AluOp::kMinimum: return std::isnan(a) || std::isnan(b) ? nan : std::min(a, b);
+    case AluOp::kPower: return std::pow(a, b);
+    case AluOp::kIsEqual: return a == b;
+    case AluOp::kNotEqual: return a != b;
+    case AluOp::kIsGe: return a >= b;
+    case AluOp::kIsGt: return a > b;
+    case AluOp::kIsLe: return a <= b;
+    case AluOp::kIsLt: return a < b;
+    case AluOp::kLogicalAnd: return (a != 0) && (b != 0);
+    case AluOp::kLogicalOr: return (a != 0) || (b != 0);
+    case AluOp::kCount: break;
   }
   return nan;
 }
@@ -393,7 +395,7 @@ class Core {
             const double c = column ? v[1].GetD(p, 0) : in.imm;
             for (int64_t f = 0; f < s.free(); ++f) {
               const double x = s.GetD(p, f);
-              d.SetD(p, f, in.opcode == Opcode::kTensorScalar ? Alu<double>(in.func, x, c) : x);
+              d.SetD(p, f, in.opcode == Opcode::kTensorScalar ? Alu<double>(static_cast<AluOp>(in.func), x, c) : x);
             }
           }
         } else if (functional) for (int64_t p = 0; p < s.partitions(); ++p) {
@@ -402,9 +404,9 @@ class Core {
             const float x = s.Get(p, f);
             float y = x;
             if (in.opcode == Opcode::kActivation) {
-              y = Activation(in.func, x * static_cast<float>(in.imm) + c);
+              y = Activation(static_cast<ActFunc>(in.func), x * static_cast<float>(in.imm) + c);
             } else if (in.opcode == Opcode::kTensorScalar) {
-              y = Alu<float>(in.func, x, column ? c : static_cast<float>(in.imm));
+              y = Alu<float>(static_cast<AluOp>(in.func), x, column ? c : static_cast<float>(in.imm));
             }
             d.Set(p, f, y);
           }
@@ -418,17 +420,18 @@ class Core {
             b.free() != d.free()) {
           return absl::InvalidArgumentError("tensor_tensor: tiles differ in shape");
         }
+        const AluOp alu = static_cast<AluOp>(in.func);
         if (functional) for (int64_t p = 0; p < d.partitions(); ++p) {
           if (d.integer()) {
-            for (int64_t f = 0; f < d.free(); ++f) d.SetD(p, f, Alu<double>(in.func, a.GetD(p, f), b.GetD(p, f)));
+            for (int64_t f = 0; f < d.free(); ++f) d.SetD(p, f, Alu<double>(alu, a.GetD(p, f), b.GetD(p, f)));
           } else {
-            for (int64_t f = 0; f < d.free(); ++f) d.Set(p, f, Alu<float>(in.func, a.Get(p, f), b.Get(p, f)));
+            for (int64_t f = 0; f < d.free(); ++f) d.Set(p, f, Alu<float>(alu, a.Get(p, f), b.Get(p, f)));
           }
         }
         const bool fast = s_.buffers[in.operands[0].buffer].space == Space::kPsum ||
                           s_.buffers[in.operands[1].buffer].space == Space::kPsum ||
                           (a.dtype() == DType::kBF16 && b.dtype() == DType::kBF16 && d.dtype() == DType::kBF16 &&
-                           in.func <= 2);
+                           (alu == AluOp::kAdd || alu == AluOp::kSubtract || alu == AluOp::kMultiply));
         return cycles(std::max<double>(min_ii, (fast ? 1.0 : 2.0) * static_cast<double>(d.free())));  // [COST]
       }
       case Opcode::kTensorReduce: {
@@ -437,7 +440,8 @@ class Core {
         if (d.partitions() != s.partitions() || d.free() != 1) {
           return absl::InvalidArgumentError("tensor_reduce: result must be [P, 1]");
         }
-        const uint32_t alu = in.func == 0 ? 0 : in.func == 1 ? 4 : 5;  // add, maximum, minimum
+        const ReduceOp reduce = static_cast<ReduceOp>(in.func);
+        const AluOp alu = reduce == ReduceOp::kAdd ? AluOp::kAdd : reduce == ReduceOp::kMaximum ? AluOp::kMaximum : AluOp::kMinimum;
         if (functional) for (int64_t p = 0; p < s.partitions(); ++p) {
           if (d.integer()) {
             double acc = s.GetD(p, 0);
@@ -449,7 +453,8 @@ class Core {
           for (int64_t f = 1; f < s.free(); ++f) acc = Alu<float>(alu, acc, s.Get(p, f));
           d.Set(p, 0, acc);
         }
-        const bool half = s.dtype() == DType::kBF16 && d.dtype() == DType::kBF16 && in.func <= 1;
+        const bool half = s.dtype() == DType::kBF16 && d.dtype() == DType::kBF16 &&
+                          (reduce == ReduceOp::kAdd || reduce == ReduceOp::kMaximum);
         return cycles((half ? 0.5 : 1.0) * static_cast<double>(s.free()));  // [COST] tensor_reduce
       }
       case Opcode::kIota:
