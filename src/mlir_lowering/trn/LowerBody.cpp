@@ -255,6 +255,11 @@ std::optional<LogicalResult> Lowerer::LowerIntegerOp(mlir::Operation& op, llvm::
     if (result.isInteger(1)) return refuse(&op) << "i1 arithmetic has no trn lowering";
     return set(Binary(bin->op, bin->swapped, in[0], in[1], t, element));
   }
+  if (mlir::isa<mlir::math::AbsIOp>(op)) {  // |x| = max(x, -x), in i32 tiles
+    if (in[0].kind() == Kind::kConst) return set(Val::Const(std::abs(*in[0].constant)));
+    return set(Binary("maximum", "maximum", in[0], Binary("multiply", "multiply", in[0], Val::Const(-1.0), t, element), t,
+                      element));
+  }
   if (auto cmp = mlir::dyn_cast<mlir::arith::CmpIOp>(op)) {
     using P = mlir::arith::CmpIPredicate;
     // Tiles hold booleans as 0 / 1: unsigned order is right for i1, signed for wider integers.
@@ -287,6 +292,21 @@ std::optional<LogicalResult> Lowerer::LowerIntegerOp(mlir::Operation& op, llvm::
     // an integer argument the runtime passes as f32 (exact up to 2^24 in magnitude).
     if (in[0].kind() == Kind::kConst) return set(Val::Const(std::trunc(*in[0].constant)));
     return set(in[0]);
+  }
+  if (mlir::isa<mlir::arith::FPToSIOp>(op) && !result.isInteger(1)) {
+    // Truncation toward zero (x.long(), x.int()): r = x rounded to nearest (a copy into an i32
+    // tile, as floor does), then one step back toward zero where r passed x away from it:
+    // r - (r > x and x > 0) + (r < x and x < 0). As in C, |x| >= 2^31, inf and NaN give no
+    // defined integer.
+    using P = mlir::arith::CmpFPredicate;
+    const Val& x = in[0];
+    Value rounded = NewTile(t, x.kind(), b_.getI32Type());
+    Make<TensorCopyOp>(x.tile, rounded);
+    const Val r = Wrap(rounded, x.kind());
+    const Val zero = Val::Const(0.0);
+    const Val down = Binary("logical_and", "logical_and", Compare(P::OGT, r, x, t), Compare(P::OGT, x, zero, t), t);
+    const Val up = Binary("logical_and", "logical_and", Compare(P::OLT, r, x, t), Compare(P::OLT, x, zero, t), t);
+    return set(Binary("add", "add", Binary("subtract", "", r, down, t, element), up, t, element));
   }
   if (mlir::isa<mlir::arith::DivSIOp, mlir::arith::RemSIOp, mlir::arith::FloorDivSIOp>(op) && !result.isInteger(1)) {
     return set(IntDivide(mlir::isa<mlir::arith::RemSIOp>(op), mlir::isa<mlir::arith::FloorDivSIOp>(op), in[0], in[1], t));

@@ -120,3 +120,35 @@ func.func @int_div(%x: memref<64xi64>, %y: memref<64xi64>, %q: memref<64xi64>, %
   }
   return
 }
+
+// -----
+
+// Float -> integer truncates toward zero: r = x rounded to nearest (a copy into an i32 tile),
+// then r - (r > x and x > 0) + (r < x and x < 0). Integer abs is max(n, -n) in i32 tiles.
+// CHECK-LABEL: func.func @to_int
+// CHECK: trn.dma_copy %arg0, %[[X:[^ ]*]] {{.*}} : memref<8x16xf32>, !trn.sbuf<16, [8], f32>
+// CHECK: trn.dma_copy %arg1, %[[N:[^ ]*]] {{.*}} : memref<8x16xi64>, !trn.sbuf<16, [8], i32>
+// CHECK: trn.tensor_copy %[[X]], %[[R:[^ ]*]] {{.*}} : !trn.sbuf<16, [8], f32>, !trn.sbuf<16, [8], i32>
+// CHECK: trn.tensor_scalar %[[X]], %[[POS:[^ ]*]] {imm = 0.000000e+00 : f32, op = "is_gt"
+// CHECK: trn.tensor_tensor %[[R]], %[[X]], %[[ABOVE:[^ ]*]] {op = "is_gt"
+// CHECK: trn.tensor_tensor %[[ABOVE]], %[[POS]], %[[DOWN:[^ ]*]] {op = "logical_and"
+// CHECK: trn.tensor_scalar %[[X]], %[[NEG:[^ ]*]] {imm = 0.000000e+00 : f32, op = "is_lt"
+// CHECK: trn.tensor_tensor %[[R]], %[[X]], %[[BELOW:[^ ]*]] {op = "is_lt"
+// CHECK: trn.tensor_tensor %[[BELOW]], %[[NEG]], %[[UP:[^ ]*]] {op = "logical_and"
+// CHECK: trn.tensor_tensor %[[R]], %[[DOWN]], %[[T0:[^ ]*]] {op = "subtract"{{.*}}, !trn.sbuf<16, [8], i32>
+// CHECK: trn.tensor_tensor %[[T0]], %[[UP]], %[[T:[^ ]*]] {op = "add"{{.*}}, !trn.sbuf<16, [8], i32>
+// CHECK: trn.tensor_scalar %[[N]], %[[MINUS:[^ ]*]] {imm = -1.000000e+00 : f32, op = "multiply"{{.*}}, !trn.sbuf<16, [8], i32>
+// CHECK: trn.tensor_tensor %[[N]], %[[MINUS]], %[[ABS:[^ ]*]] {op = "maximum"{{.*}}, !trn.sbuf<16, [8], i32>
+// CHECK: trn.dma_copy %[[T]], %arg2
+// CHECK: trn.dma_copy %[[ABS]], %arg3
+#id = affine_map<(d0, d1) -> (d0, d1)>
+func.func @to_int(%x: memref<8x16xf32>, %n: memref<8x16xi64>, %y: memref<8x16xi64>, %a: memref<8x16xi64>) {
+  linalg.generic {indexing_maps = [#id, #id, #id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%x, %n : memref<8x16xf32>, memref<8x16xi64>) outs(%y, %a : memref<8x16xi64>, memref<8x16xi64>) {
+  ^bb0(%v: f32, %i: i64, %o: i64, %p: i64):
+    %t = arith.fptosi %v : f32 to i64
+    %b = math.absi %i : i64
+    linalg.yield %t, %b : i64, i64
+  }
+  return
+}
