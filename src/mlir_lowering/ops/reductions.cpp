@@ -127,13 +127,32 @@ std::vector<View> ValueAndIndex(GroupLowering& g, const View& in, const std::vec
   // INT64_MAX wraps to -1 (an all -inf slice then kept index -1).
   int64_t count = 1;
   for (int64_t d : dims) count *= in.sizes[d];
-  const std::vector<std::pair<c10::ScalarType, c10::Scalar>> accs = {
-      {t, max ? Lowest(t) : Highest(t)}, {c10::kLong, std::max<int64_t>(count, 1)}};
-  return g.ReduceMulti(in, dims, keepdim, accs, [&](ScalarBuilder& b, const Args& acc, const Scalar& x) {
+  auto linear_index = [&](ScalarBuilder& b) {
     Scalar i = b.Constant(0, c10::kLong);
     for (size_t k = 0; k < dims.size(); ++k) {
       i = b.Add(i, b.Mul(b.LoopIndex(dims[k]), b.Constant(strides[k], c10::kLong)));
     }
+    return i;
+  };
+  if (g.target().is_trn()) {
+    // Two reductions of the form VectorE's tensor_reduce runs (combine(f(x), acc)), where the
+    // one pass below is a chain of selects on two accumulators: the extremum (NaN-propagating),
+    // then the first index that holds it, the min over (i where x equals it, or both are NaN;
+    // else the count).
+    const View m = Extremum(g, in, dims, /*keepdim=*/true, max);
+    const View hits = Map(g, {in, m}, in.sizes, c10::kLong, [&](ScalarBuilder& b, const Args& a) {
+      Scalar hit = b.Cmp(Cmp::kEq, a[0], a[1]);
+      if (IsFloatType(t)) hit = b.Or(hit, b.And(b.IsNan(a[0]), b.IsNan(a[1])));
+      return b.Select(hit, linear_index(b), b.Constant(std::max<int64_t>(count, 1), c10::kLong));
+    });
+    const View index = g.Reduce(hits, dims, keepdim, c10::kLong, std::max<int64_t>(count, 1),
+                                [](ScalarBuilder& b, const Scalar& a, const Scalar& x) { return b.Min(a, x); });
+    return {keepdim ? m : SqueezeDims(m, dims), index};
+  }
+  const std::vector<std::pair<c10::ScalarType, c10::Scalar>> accs = {
+      {t, max ? Lowest(t) : Highest(t)}, {c10::kLong, std::max<int64_t>(count, 1)}};
+  return g.ReduceMulti(in, dims, keepdim, accs, [&](ScalarBuilder& b, const Args& acc, const Scalar& x) {
+    const Scalar i = linear_index(b);
     const Scalar& a = acc[0];
     Scalar first = b.Cmp(Cmp::kLt, i, acc[1]);
     Scalar better = b.Cmp(max ? Cmp::kGt : Cmp::kLt, x, a);
