@@ -63,7 +63,8 @@ bool LoweringRegistry::TrnLowers(absl::string_view name) const {
            name == "aten::convolution_backward" || name == "aten::max_pool2d_with_indices" ||
            name == "aten::max_pool2d_with_indices_backward" || name == "aten::avg_pool2d" ||
            name == "aten::avg_pool2d_backward" || name == "aten::adaptive_avg_pool2d" ||
-           name == "aten::_adaptive_avg_pool2d" || name == "aten::_adaptive_avg_pool2d_backward";
+           name == "aten::_adaptive_avg_pool2d" || name == "aten::_adaptive_avg_pool2d_backward" ||
+           name == "aten::cumsum";
   }
   return true;
 }

@@ -29,7 +29,7 @@ for step in range(10):
     loss = model(x).pow(2).mean()
     if {hazards}:
         nz = torch.nonzero(x > 2.5)               # MARK-FALLBACK
-        c = torch.cumsum(x, 0).sum()              # MARK-UNLOWERED
+        c = torch.cumprod(x, 0).sum()             # MARK-UNLOWERED
     loss.backward(); opt.step(); opt.zero_grad()
     print("done step", step, loss.item(), flush=True)
 """
@@ -56,7 +56,7 @@ def test_fallbacks_missing_lowerings_and_recompiles_are_reported_with_lines(tmp_
     (fb,) = [f for f in r["host_fallbacks"] if f["op"] == "aten::nonzero"]
     assert fb["count"] == 3 and "data-dependent output shape" in fb["reasons"], fb
     assert fb["lines"] == [f"{script}:{line_of(script, 'MARK-FALLBACK')} (<module>)"], fb
-    assert any(u["op"].startswith("aten::cumsum") and u["count"] == 3 for u in r["unlowered_ops"]), r["unlowered_ops"]
+    assert any(u["op"].startswith("aten::cumprod") and u["count"] == 3 for u in r["unlowered_ops"]), r["unlowered_ops"]
     batch_line = f"{script}:{line_of(script, 'MARK-BATCH') + 2}"   # the forward line, where x's rows flow in
     hazards = "\n".join(r["recompile_hazards"])
     assert "aten::addmm" in hazards and "sizes [8, 16] -> [9, 16]" in hazards and batch_line in hazards, hazards

@@ -170,13 +170,13 @@ def test_ops_without_lowering_run_op_by_op_and_are_named():
     out = run_json("""
         import json, torch, torch_trn
         x = torch.arange(12, dtype=torch.float32).reshape(3, 4)
-        y = (torch.cumsum(x.to("neuron") * 2, dim=1) + 1).cpu()
+        y = (torch.cumprod(x.to("neuron") * 2, dim=1) + 1).cpu()
         s = torch_trn.stats()
         print(json.dumps({"y": y.tolist(), "unlowered": s["unlowered_ops"], "compiled": s["ops_run_compiled"]}))
     """)
     x = torch.arange(12, dtype=torch.float32).reshape(3, 4)
-    assert out["y"] == (torch.cumsum(x * 2, dim=1) + 1).tolist()
-    assert any(op.startswith("aten::cumsum") for op in out["unlowered"]), out["unlowered"]
+    assert out["y"] == (torch.cumprod(x * 2, dim=1) + 1).tolist()
+    assert any(op.startswith("aten::cumprod") for op in out["unlowered"]), out["unlowered"]
     assert out["compiled"] >= 2  # the mul before and the add after still ran compiled
 
 

@@ -118,7 +118,7 @@ def test_empty_cache_gives_the_pages_back_to_the_system():
 
 
 def test_compile_mode_frees_dead_intermediates_before_the_segment_ends():
-    # One segment (no sync until the end) of 20 cumsum (no lowering: run op by op, so each
+    # One segment (no sync until the end) of 20 cumprod (no lowering: run op by op, so each
     # output is really written) + scale (a compiled group) steps. Python drops each step's
     # input; nothing else references it, so its memory goes right after its last reader ran,
     # not when the segment's units are released. A tensor the user still holds (kept) and the
@@ -130,7 +130,7 @@ def test_compile_mode_frees_dead_intermediates_before_the_segment_ends():
         torch_trn.sync(); torch_trn.reset_stats()
         y, kept = x, None
         for i in range(20):
-            y = torch.cumsum(y, 0) * (1.0 / {n})
+            y = torch.cumprod(y, 0) * (1.0 / {n})
             if i == 9:
                 kept = y
         total = float(y.sum())
@@ -143,13 +143,13 @@ def test_compile_mode_frees_dead_intermediates_before_the_segment_ends():
     x = torch.linspace(0, 1, n)
     y, kept = x, None
     for i in range(20):
-        y = torch.cumsum(y, 0) * (1.0 / n)
+        y = torch.cumprod(y, 0) * (1.0 / n)
         if i == 9:
             kept = y
     torch.testing.assert_close(torch.tensor(r["kept"]), kept[::4096], rtol=1e-5, atol=0)
     torch.testing.assert_close(torch.tensor(r["x"]), x[::4096], rtol=0, atol=0)
     assert abs(r["total"] - float(y.sum())) <= 1e-4 * abs(float(y.sum())), r["total"]
-    # died inside the segment: the 20 cumsum outputs and 18 of the 20 scale outputs (step 9's is
+    # died inside the segment: the 20 cumprod outputs and 18 of the 20 scale outputs (step 9's is
     # kept, the last one is y)
     assert r["released"] == 38, r
     assert r["released_bytes"] == 38 * MB, r

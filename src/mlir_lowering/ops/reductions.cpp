@@ -353,6 +353,40 @@ absl::Status AllAny(GroupLowering& g, bool all) {
                     });
   return g.WriteResult(0, v);
 }
+// ---- scans ------------------------------------------------------------------------------------
+
+// cumsum(self, dim, dtype=None). On the host a runtime call of ATen's kernel (linalg has no scan;
+// the elementwise ops around it still fuse). On a trn target, where VectorE has no scan either, a
+// masked reduction: out[.., i, ..] = sum over j <= i of x[.., j, ..], in an index space with one
+// more dim (j, reduced): O(n^2) adds for a dim of n, so dims longer than kMaxTrnScan run op by op.
+absl::Status Cumsum(GroupLowering& g, const runtime::OpRecord&) {
+  if (!g.target().is_trn()) return g.Extern();
+  constexpr int64_t kMaxTrnScan = 2048;
+  TRN_ASSIGN_OR_RETURN(at::Tensor dst, Dest(g));
+  TRN_ASSIGN_OR_RETURN(View self, TensorArg(g, "self"));
+  TRN_ASSIGN_OR_RETURN(int64_t dim, IntArg(g, "dim"));
+  const int64_t rank = self.rank();
+  if (rank == 0) return absl::UnimplementedError("cumsum of a 0-dim tensor");
+  if (dim < -rank || dim >= rank) return absl::UnimplementedError("cumsum dim out of range");
+  if (dim < 0) dim += rank;
+  const int64_t n = self.sizes[dim];
+  if (n > kMaxTrnScan) {
+    return absl::UnimplementedError(absl::StrCat("cumsum along a dim of ", n, " > ", kMaxTrnScan, " (O(n^2) on trn)"));
+  }
+  if (dst.scalar_type() == c10::kBool) return absl::UnimplementedError("cumsum into bool");
+  const c10::ScalarType acc = SumAccType(dst.scalar_type());  // as sum's (f32 tiles on the core)
+  // x read at j (the new last dim) and broadcast along i (dim `dim`, size 1 in the view).
+  std::vector<int64_t> where(rank);
+  for (int64_t k = 0; k < rank; ++k) where[k] = k == dim ? rank : k;
+  const View x = PlaceDims(self, rank + 1, where);
+  std::vector<int64_t> space = self.sizes;
+  space.push_back(n);
+  const View masked = Map(g, {x}, space, acc, [&](ScalarBuilder& b, const Args& a) {
+    return b.Select(b.Cmp(Cmp::kLe, b.LoopIndex(rank), b.LoopIndex(dim)), b.Cast(a[0], acc), b.Constant(0, acc));
+  });
+  return g.WriteResult(0, SumOf(g, masked, {rank}, /*keepdim=*/false, acc));
+}
+
 absl::Status All(GroupLowering& g, const runtime::OpRecord&) { return AllAny(g, true); }
 absl::Status Any(GroupLowering& g, const runtime::OpRecord&) { return AllAny(g, false); }
 
@@ -369,6 +403,7 @@ void PopulateReductions(LoweringRegistry& r) {
   r.Register("aten::min", f, Min);
   r.Register("aten::argmax", f, Argmax);
   r.Register("aten::argmin", f, Argmin);
+  r.Register("aten::cumsum", f, Cumsum, /*runtime_call=*/true);  // a call on the host; a masked sum on trn
   r.Register("aten::var", f, Var);
   r.Register("aten::std", f, Std);
   r.Register("aten::var_mean", f, VarMean);
