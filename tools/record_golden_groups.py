@@ -132,6 +132,9 @@ def indexing():
         record("embedding", lambda: (dev(20, 8), idx(1, 5, 19)), lambda w, i: F.embedding(i, w)),
         record("gather", lambda: (dev(4, 6), idx(0, 5, 2, 2).reshape(4, 1)),
                lambda t, i: torch.gather(t, 1, i)),
+        record("index_none_first", lambda: (dev(3, 5, 2), idx(4, -1, 0)), lambda t, i: t[:, i] * 2),
+        record("index_put_accumulate", lambda: (dev(4, 5), idx(0, 3, 3), idx(1, -1, 1), dev(3)),
+               lambda t, i, j, v: torch.index_put(t * 1, (i, j), v, accumulate=True)),
     ]
 
 

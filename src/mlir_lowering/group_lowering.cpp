@@ -461,53 +461,54 @@ absl::Status GroupLowering::Check(const View& bad, std::string message, base::Er
   return absl::OkStatus();
 }
 
-absl::Status GroupLowering::Extern() {
+absl::Status GroupLowering::Extern(const std::function<View(const View&)>& index_view) {
   const runtime::OpRecord& r = current();
   const c10::FunctionSchema& schema = r.op.schema();
-  // In place only the scatter-adds into self (the runtime starts the result from self's value:
-  // compiled_run.cpp; the trn pipeline copies it: trn/LowerGather.cpp).
-  const bool into_self = schema.name() == "aten::index_add_" || schema.name() == "aten::scatter_add_";
+  // In place only the scatter-adds and index puts into self (the runtime starts the result from
+  // self's value: compiled_run.cpp; the trn pipeline copies it: trn/LowerGather.cpp, LowerIndex.cpp).
+  const bool into_self = schema.name() == "aten::index_add_" || schema.name() == "aten::scatter_add_" ||
+                         schema.name() == "aten::_index_put_impl_" || schema.name() == "aten::index_put_";
   for (size_t j = 0; j < r.args.size(); ++j) {
     if (runtime::WritesArg(schema, j) && !schema.arguments()[j].is_out() && !(into_self && j == 0)) {
       return absl::UnimplementedError("runtime calls cannot mutate arguments in place");
     }
   }
-  // Inputs: every device tensor argument that is not out=, in argument order (the runtime walks
-  // the record the same way: compiled_run.cpp).
+  // Inputs: every device tensor argument that is not out=, in argument order, and the tensors of
+  // an optional-tensor list (advanced indexing's indices) in list order, None entries skipped
+  // (the runtime walks the record the same way: compiled_run.cpp).
   std::vector<View> reads;
   for (size_t j = 0; j < r.args.size(); ++j) {
-    if (schema.arguments()[j].is_out()) {
-      continue;
-    }
+    if (schema.arguments()[j].is_out()) continue;
     const c10::IValue& a = r.args[j];
+    std::vector<at::Tensor> tensors;
+    const bool index_list = a.isOptionalTensorList();
     if (IsDevice(a)) {
-      absl::StatusOr<View> v = Read(a.toTensor());
-      if (!v.ok()) {
-        return v.status();
+      tensors.push_back(a.toTensor());
+    } else if (index_list) {
+      for (const std::optional<at::Tensor> t : a.toOptionalTensorList()) {
+        if (!t.has_value() || !t->defined()) continue;
+        if (!runtime::IsDeviceTensor(*t)) return absl::UnimplementedError("an index tensor on the host");
+        tensors.push_back(*t);
       }
-      reads.push_back(std::move(*v));
     } else if (a.isTensorList() || a.isList()) {
       bool device = false;
       runtime::ForEachTensor(a, [&](const at::Tensor& t) { device = device || runtime::IsDeviceTensor(t); });
-      if (device) {
-        return absl::UnimplementedError("runtime calls take no tensor lists");
-      }
+      if (device) return absl::UnimplementedError("runtime calls take no tensor lists (but optional-tensor index lists)");
+    }
+    for (const at::Tensor& t : tensors) {
+      absl::StatusOr<View> v = Read(t);
+      if (!v.ok()) return v.status();
+      reads.push_back(index_list && index_view ? index_view(*v) : std::move(*v));
     }
   }
   std::vector<at::Tensor> dests;
   for (size_t i = 0; i < schema.returns().size(); ++i) {
     at::Tensor d = Destination(i);
-    if (!d.defined()) {
-      continue;
-    }
-    if (!runtime::IsDeviceTensor(d)) {
-      return absl::UnimplementedError("a return that is not a device tensor");
-    }
+    if (!d.defined()) continue;
+    if (!runtime::IsDeviceTensor(d)) return absl::UnimplementedError("a return that is not a device tensor");
     dests.push_back(d);
   }
-  if (dests.empty()) {
-    return absl::UnimplementedError("a runtime call with no result");
-  }
+  if (dests.empty()) return absl::UnimplementedError("a runtime call with no result");
   const int64_t k = externs_++;
   const std::string result = names_.Next("ext");
   if (emit_) {
@@ -516,9 +517,7 @@ absl::Status GroupLowering::Extern() {
   for (size_t i = 0; i < dests.size(); ++i) {
     absl::Status s = Write(dests[i], View::Whole(absl::StrCat(result, "#", i), dests[i].sizes().vec(),
                                                  dests[i].scalar_type()));
-    if (!s.ok()) {
-      return s;
-    }
+    if (!s.ok()) return s;
   }
   return absl::OkStatus();
 }
@@ -599,6 +598,10 @@ void GroupLowering::EmitExtern(const std::vector<View>& reads, const std::vector
     if (auto opt = type->cast<c10::OptionalType>()) type = opt->getElementType();
     if (a.isInt() || a.isBool()) {
       ints.push_back(a.isInt() ? a.toInt() : static_cast<int64_t>(a.toBool()));
+    } else if (a.isOptionalTensorList()) {  // an index list: 1 per index tensor, 0 per None
+      std::vector<int64_t> l;
+      for (const std::optional<at::Tensor> t : a.toOptionalTensorList()) l.push_back(t.has_value() && t->defined());
+      lists.push_back(absl::StrCat("array<i64", l.empty() ? "" : ": ", absl::StrJoin(l, ", "), ">"));
     } else if (type->kind() == c10::TypeKind::ListType && !a.isTensorList() && (a.isNone() || a.isList())) {
       std::vector<int64_t> l;
       if (!a.isNone()) {

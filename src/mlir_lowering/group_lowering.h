@@ -254,8 +254,11 @@ class GroupLowering {
   // checks the count after the call, so the error surfaces like the eager kernel's.
   absl::Status Check(const View& bad, std::string message, base::ErrorKind kind = base::ErrorKind::kIndex);
   // Lowers the current op as a call into the runtime (ATen's CPU kernel on the buffers).
-  // Only for ops that write nothing but their returns (functional or out=).
-  absl::Status Extern();
+  // Only for ops that write nothing but their returns (functional or out=), and the scatters into
+  // self (index_add_, scatter_add_, _index_put_impl_). The tensors of an optional-tensor list
+  // (advanced indexing's indices) are inputs too, in list order; `index_view`, when given, maps
+  // each one's view to the view passed (e.g. broadcast to the other indices' shape).
+  absl::Status Extern(const std::function<View(const View&)>& index_view = nullptr);
 
   NameGen& names() { return names_; }
   // Whether this lowering writes IR. Lowerings that build text themselves (Emit) skip building

@@ -64,6 +64,7 @@ bool LoweringRegistry::TrnLowers(absl::string_view name) const {
            name == "aten::max_pool2d_with_indices_backward" || name == "aten::avg_pool2d" ||
            name == "aten::avg_pool2d_backward" || name == "aten::adaptive_avg_pool2d" ||
            name == "aten::_adaptive_avg_pool2d" || name == "aten::_adaptive_avg_pool2d_backward" ||
+           name == "aten::index" || name == "aten::index_put" || name == "aten::_index_put_impl" ||
            name == "aten::cumsum";
   }
   return true;
@@ -82,6 +83,46 @@ int64_t Rank(const runtime::OpRecord& r, size_t j) {
 bool DenseF32(const runtime::OpRecord& r, size_t j) {
   return j < r.args.size() && r.args[j].isTensor() && r.args[j].toTensor().scalar_type() == at::kFloat &&
          r.args[j].toTensor().is_contiguous();
+}
+
+// Advanced indexing (trn/LowerAdvancedIndex.cpp): index(self, indices), index_put(self, indices,
+// values, accumulate), _index_put_impl_(self, indices, values, accumulate, unsafe). The index
+// tensors sit on adjacent dims of a dense self and have one rank (the front broadcasts them to
+// one shape: ops/indexing.cpp); index_put adds (accumulate=True: there is no overwriting
+// indirect DMA) f32 values of the indexed result's shape (any strides, broadcast ones too).
+bool TrnAcceptsIndex(const runtime::OpRecord& r, bool put, std::string* why) {
+  *why = "advanced indexing other than index tensors of one rank on adjacent dims of a dense tensor (no trn lowering)";
+  if (r.args.size() < 2 || !r.args[0].isTensor() || !r.args[1].isOptionalTensorList()) return false;
+  const at::Tensor& self = r.args[0].toTensor();
+  int64_t last = -1, indexed = 1, count = 0;
+  std::vector<int64_t> shape;
+  const c10::List<std::optional<at::Tensor>> indices = r.args[1].toOptionalTensorList();
+  for (size_t d = 0; d < indices.size(); ++d) {
+    const std::optional<at::Tensor> t = indices[d];
+    if (!t.has_value() || !t->defined()) continue;
+    if (last >= 0 && last != static_cast<int64_t>(d) - 1) return false;  // not adjacent
+    if (count > 0 && static_cast<size_t>(t->dim()) != shape.size()) return false;
+    if (count == 0) shape = t->sizes().vec();
+    for (size_t i = 0; i < shape.size(); ++i) shape[i] = std::max(shape[i], t->size(static_cast<int64_t>(i)));
+    last = static_cast<int64_t>(d);
+    indexed *= self.size(static_cast<int64_t>(d));
+    ++count;
+  }
+  if (count == 0 || !self.is_contiguous() || indexed == 0) return false;
+  if (!put) return true;
+  // The indexed result's shape: self's dims before the indexed ones, the indices', self's after.
+  std::vector<int64_t> indexed_shape(self.sizes().begin(), self.sizes().begin() + (last - count + 1));
+  indexed_shape.insert(indexed_shape.end(), shape.begin(), shape.end());
+  indexed_shape.insert(indexed_shape.end(), self.sizes().begin() + last + 1, self.sizes().end());
+  const bool accumulate = r.args.size() > 3 && r.args[3].isBool() && r.args[3].toBool();
+  const bool f32 = self.scalar_type() == at::kFloat && r.args[2].isTensor() &&
+                   r.args[2].toTensor().scalar_type() == at::kFloat && r.args[2].toTensor().sizes().vec() == indexed_shape;
+  if (!accumulate || !f32) {
+    *why = "index_put without accumulate (no overwriting indirect DMA), or values not f32 of the indexed shape "
+           "(no trn lowering)";
+    return false;
+  }
+  return true;
 }
 
 }  // namespace
@@ -120,6 +161,10 @@ bool LoweringRegistry::TrnAcceptsCall(const runtime::OpRecord& r, std::string* w
       *why = "scatter_add other than rows along dim 0 of dense f32 tensors (no trn lowering)";
       return false;
     }
+  }
+  if (name == "aten::index" || name == "aten::index_put" || name == "aten::index_put_" ||
+      name == "aten::_index_put_impl" || name == "aten::_index_put_impl_") {
+    return TrnAcceptsIndex(r, name != "aten::index", why);
   }
   if (name == "aten::index_select") {
     const int64_t rank = Rank(r, 0), dim = IntArg(r, 1, 1);

@@ -73,9 +73,23 @@ void RunExtern(int64_t ctx_bits, int64_t op_index, void* const* descs, int n) {
   std::vector<c10::IValue> args = r.args;
   int k = 0;
   for (size_t j = 0; j < args.size() && k <= n; ++j) {
-    if (!schema.arguments()[j].is_out() && IsDevice(args[j])) {
+    if (schema.arguments()[j].is_out()) continue;
+    if (IsDevice(args[j])) {
       args[j] = k < n ? FromDescriptor(descs[k], args[j].toTensor()) : at::Tensor();
       ++k;
+    } else if (args[j].isOptionalTensorList()) {
+      // Advanced indexing's indices: one buffer per index tensor, None entries kept as positions
+      // (GroupLowering::Extern reads them in this order).
+      c10::List<std::optional<at::Tensor>> list;
+      for (const std::optional<at::Tensor> t : args[j].toOptionalTensorList()) {
+        if (t.has_value() && t->defined() && IsDeviceTensor(*t)) {
+          list.push_back(k < n ? std::optional<at::Tensor>(FromDescriptor(descs[k], *t)) : std::nullopt);
+          ++k;
+        } else {
+          list.push_back(t);
+        }
+      }
+      args[j] = list;
     }
   }
   std::vector<at::Tensor> fresh(schema.returns().size());
@@ -93,8 +107,8 @@ void RunExtern(int64_t ctx_bits, int64_t op_index, void* const* descs, int n) {
     }
     at::Tensor buffer = FromDescriptor(descs[k++], dest);
     if (out_arg && !schema.arguments()[j].is_out()) {
-      // In place (index_add_, scatter_add_: GroupLowering::Extern): the result buffer starts
-      // from the value the call read for self.
+      // In place (index_add_, scatter_add_, _index_put_impl_: GroupLowering::Extern): the
+      // result buffer starts from the value the call read for self.
       try {
         c10::impl::ExcludeDispatchKeyGuard no_autograd(c10::autograd_dispatch_keyset_with_ADInplaceOrView);
         const at::Tensor& self = args[j].toTensor();

@@ -29,6 +29,9 @@ class Cutter {
       }
       std::string why;
       if (!target_.CanGroup(r, &why)) {
+        base::Log(base::LogLevel::kDebug, absl::StrCat(runtime::OpName(r.op), " at ",
+                                                       base::GlobalSourceTable().Format(r.source),
+                                                       " runs op by op: ", why));
         const bool open = group_ && group_->size() > 0;
         Close(i, CloseReason::kCannotLower);
         if (open) units_.back().next_op_by_op = true;
@@ -75,6 +78,11 @@ class Cutter {
                              base::GlobalSourceTable().Format(records_[i].source), ": ", status.message()));
     }
     const bool failure = !mlir_lowering::IsCut(status) && status.code() != absl::StatusCode::kUnimplemented;
+    if (status.code() == absl::StatusCode::kUnimplemented) {
+      base::Log(base::LogLevel::kDebug, absl::StrCat(runtime::OpName(records_[i].op), " at ",
+                                                     base::GlobalSourceTable().Format(records_[i].source),
+                                                     " runs op by op: ", status.message()));
+    }
     if (failure) {
       stats_->CountCompileFailure(std::string(status.message()));
       failed_ = true;

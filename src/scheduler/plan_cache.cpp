@@ -93,11 +93,11 @@ at::Tensor TensorAt(const std::vector<runtime::OpRecord>& ops, const TensorPos& 
     const auto list = v->toTensorList();
     return p.elem < list.size() ? list.get(p.elem) : at::Tensor();
   }
-  if (v->isOptionalTensorList()) {
-    const auto list = v->toOptionalTensorList();
-    if (p.elem >= list.size()) return at::Tensor();
-    std::optional<at::Tensor> t = list.get(p.elem);
-    return t.has_value() ? *t : at::Tensor();
+  if (v->isOptionalTensorList()) {  // the elem-th entry runtime::ForEachTensor visits (Nones not counted)
+    uint16_t n = 0;
+    for (const std::optional<at::Tensor> t : v->toOptionalTensorList()) {
+      if (t.has_value() && n++ == p.elem) return *t;
+    }
   }
   return at::Tensor();
 }

@@ -48,7 +48,8 @@ struct Hash128 {
 };
 
 // A tensor inside a group's records: op (in the group), value (argument j, or the record's
-// output j at args.size() + j), element (in a tensor list; 0 for a tensor).
+// output j at args.size() + j), element (in a tensor list, counted as runtime::ForEachTensor
+// visits them: an optional list's None entries are not counted; 0 for a tensor).
 struct TensorPos {
   uint32_t op = 0;
   uint16_t value = 0;

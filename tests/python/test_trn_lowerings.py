@@ -111,7 +111,8 @@ def test_lowered_ops_per_target():
     assert out["trn2"] == out["trn3"] and set(out["trn2"]) <= set(out["host"])
     for op in ("aten::embedding", "aten::index_select", "aten::arange", "aten::mm", "aten::add", "aten::convolution",
                "aten::convolution_backward", "aten::max_pool2d_with_indices", "aten::avg_pool2d_backward",
-               "aten::nll_loss_forward", "aten::embedding_dense_backward", "aten::index_add", "aten::scatter_add"):
+               "aten::nll_loss_forward", "aten::embedding_dense_backward", "aten::index_add", "aten::scatter_add",
+               "aten::index", "aten::index_put", "aten::_index_put_impl"):
         assert op in out["trn2"], op
     for op in ("aten::gather", "aten::upsample_nearest2d"):
         assert op in out["host"] and op not in out["trn2"], op

@@ -226,3 +226,90 @@ def test_integer_division_on_trn2():
     for name, (cpu, neuron) in out["errors"].items():
         assert cpu and "ZeroDivisionError" in cpu, (name, cpu)
         assert neuron and "ZeroDivisionError" in neuron, (name, neuron)
+
+
+# Advanced indexing: x[idx], x[:, idx], x[idx2d], x[i, j], x[:, i, j], broadcast index tensors, negative
+# indices, repeated ones, > 128 indices, rows wider than one chunk, int32 indices, a boolean self; and the
+# backward (index_put_ with accumulate=True, repeated indices summed). `case(dev)` returns the results.
+INDEX_CASES = """
+import json, torch, torch_trn
+g = torch.Generator().manual_seed(0)
+x = torch.randn(6, 5, 4, generator=g); big = torch.randn(300, 3, generator=g); wide = torch.randn(5, 2100, generator=g)
+i = torch.tensor([0, -1, 3, 3, -6, 2]); j = torch.tensor([1, 4, -5, 0, 2, 2]); i2 = torch.tensor([[0, 5], [-2, 1], [3, 3]])
+many = torch.randint(-300, 300, (400,), generator=g); many[:9] = -7
+mask = torch.rand(3, 7, generator=g) > 0.5; v = torch.randn(6, 4, generator=g)
+b = torch.arange(3).view(3, 1, 1); kv = torch.tensor([0, 2, -1, 6]).view(1, 1, 4)
+def forward(dev):
+    X, I, J, I2, M = x.to(dev), i.to(dev), j.to(dev), i2.to(dev), many.to(dev)
+    r = {"x[i]": X[I], "x[:, j]": X[:, J], "x[i2]": X[I2], "x[i, j]": X[I, J], "x[:, j, i]": X[:, J, I % 4 - 4],
+         "x[..., j % 4]": X[..., J % 4], "int32": X[I.int()], "many": big.to(dev)[M], "wide": wide.to(dev)[I % 5],
+         "bool_bcast": mask.to(dev)[b.to(dev), kv.to(dev)]}
+    return {k: (v & True if v.dtype == torch.bool else v * 1).cpu() for k, v in r.items()}
+def backward(dev):
+    X = x.clone().to(dev).requires_grad_(); B = big.clone().to(dev).requires_grad_()
+    loss = (X[i.to(dev)] * 2).sum() + X[:, j.to(dev)].pow(2).sum() + X[i.to(dev), j.to(dev)].sum()
+    loss = loss + (B[many.to(dev)] * torch.arange(1200.0, device=dev).view(400, 3)).sum()
+    loss.backward()
+    return {"grad_x": X.grad.cpu(), "grad_big": B.grad.cpu()}
+def put(dev):
+    y = x.clone().to(dev)
+    y[i.to(dev)] = torch.ones(6, 5, 4, device=dev) * 2        # accumulate=False: the host (trn) or compiled (host)
+    z = torch.zeros(6, 5, 4, device=dev)
+    z.index_put_((i.to(dev), j.to(dev)), v.to(dev), accumulate=True)                # (0, 0) twice: summed
+    return {"put": (y * 1).cpu(), "put_acc": (z * 1).cpu()}
+def run(fn):
+    ref = fn("cpu"); torch_trn.reset_stats(); got = fn("neuron"); s = torch_trn.stats()
+    return {k: bool(torch.equal(got[k], ref[k])) for k in ref}, s
+out = {}
+for name, fn in {"forward": forward, "backward": backward, "put": put}.items():
+    eq, s = run(fn)
+    out[name] = {"equal": eq, "unlowered": s["unlowered_ops"], "failures": s["compile_failures"],
+                 "dev": s.get("device")}
+print(json.dumps(out))
+"""
+
+
+def test_advanced_indexing_on_trn2():
+    out = last_json(run_python(INDEX_CASES, env=TRN))
+    for name, r in out.items():
+        assert all(r["equal"].values()), (name, r["equal"])
+        dev = r["dev"]
+        assert dev["trn_internal_failures"] == 0 and not dev["host_group_reasons"], (name, dev)
+    ran = {name: ran_on_core(r["dev"]) for name, r in out.items()}
+    assert "aten::index" in ran["forward"] and "aten::index" in ran["backward"], ran
+    assert "aten::_index_put_impl_" in ran["backward"] and "aten::_index_put_impl_" in ran["put"], ran
+    assert out["forward"]["dev"]["ops_on_host"] == 0 and out["backward"]["dev"]["ops_on_host"] == 0, out
+    # x[i] = v (accumulate=False) has no on-core lowering: that one op runs on the host.
+    assert out["put"]["dev"]["ops_on_host"] == 1 and out["put"]["unlowered"] == {"aten::_index_put_impl_": 1}, out["put"]
+
+
+def test_advanced_indexing_runs_compiled_on_host():
+    out = last_json(run_python(INDEX_CASES, env={"NEURON_MODE": "compile"}))
+    for name, r in out.items():
+        assert all(r["equal"].values()), (name, r["equal"])
+        # Integer remainders (the cases' `%`) run op by op on the host target; indexing runs compiled.
+        assert set(r["unlowered"]) <= {"aten::remainder.Tensor_out"} and r["failures"] == {}, (name, r)
+
+
+def test_advanced_indexing_out_of_range_is_an_index_error():
+    # As on CPU, an IndexError, also where the combined row of x[i, j] would be inside x (j = 5 of 5
+    # columns) and for a negative index below -size; raised on the core (the indirect DMA), naming the op.
+    out = last_json(run_python("""
+        import json, torch, torch_trn
+        x = torch.randn(4, 5)
+        cases = {"pair": (torch.tensor([0, 1]), torch.tensor([2, 5])), "negative": (torch.tensor([1, -5]),)}
+        res = {}
+        for name, idx in cases.items():
+            msgs = []
+            for dev in ("cpu", "neuron"):
+                try:
+                    (x.to(dev)[tuple(t.to(dev) for t in idx)] * 1).cpu(); msgs.append(None)
+                except IndexError as e:
+                    msgs.append(str(e))
+            res[name] = msgs
+        print(json.dumps({"errors": res, "failures": torch_trn.stats()["device"]["trn_internal_failures"]}))
+    """, env=TRN))
+    for name, (cpu, neuron) in out["errors"].items():
+        assert cpu is not None and neuron is not None, (name, cpu, neuron)
+        assert "aten::index" in neuron and "NeuronCore model" in neuron, (name, neuron)
+    assert out["failures"] == 0

@@ -1,6 +1,11 @@
-// Indexing with data-dependent addresses (gathers, scatters, embeddings): lowered as runtime calls of ATen's CPU kernels on the group's buffers (GroupLowering::Extern).
+// Indexing with data-dependent addresses (gathers, scatters, embeddings, advanced indexing):
+// lowered as runtime calls of ATen's CPU kernels on the group's buffers (GroupLowering::Extern).
 // ATen checks every index and raises IndexError on a bad one; the error carries the op and its
 // source line, as in eager mode. The elementwise work around them still fuses in MLIR.
+// Advanced indexing (`index.Tensor`: x[idx], x[:, idx], x[i, j]; `index_put` /
+// `_index_put_impl_`: x[idx] = v, and with accumulate=True index's backward) passes its index
+// list (`Tensor?[]`) to the runtime call, each index tensor an input, None entries kept as
+// positions (GroupLowering::Extern; the trn pipeline lowers them itself: trn/LowerIndex.cpp).
 #include "mlir_lowering/ops/op_helpers.h"
 
 namespace trn::mlir_lowering {
@@ -8,12 +13,50 @@ namespace {
 
 absl::Status ViaRuntime(GroupLowering& g, const runtime::OpRecord&) { return g.Extern(); }
 
+// index / index_put / _index_put_impl_: integer index tensors only. A boolean or uint8 mask
+// selects a data-dependent number of elements (its ops are host fallbacks at record time).
+absl::Status AdvancedIndex(GroupLowering& g, const runtime::OpRecord& r) {
+  const int64_t j = g.ArgIndex("indices");
+  if (j < 0 || !r.args[j].isList()) return absl::UnimplementedError("advanced indexing without an index list");
+  int64_t present = 0;
+  std::vector<int64_t> shape;  // the index tensors' broadcast shape when they have one rank
+  bool broadcast = false;
+  for (const c10::IValue& e : r.args[j].toListRef()) {
+    if (e.isNone() || (e.isTensor() && !e.toTensor().defined())) continue;
+    if (!e.isTensor()) return absl::UnimplementedError("an index that is not a tensor");
+    const c10::ScalarType t = e.toTensor().scalar_type();
+    if (t == c10::kBool || t == c10::kByte) {
+      return absl::UnimplementedError("boolean mask indices (data-dependent shape)");
+    }
+    if (t != c10::kLong && t != c10::kInt) return absl::UnimplementedError("index tensors other than int32 / int64");
+    const std::vector<int64_t> sizes = e.toTensor().sizes().vec();
+    if (present++ == 0) shape = sizes;
+    if (sizes.size() != shape.size()) return g.Extern();  // ranks differ: ATen broadcasts
+    for (size_t d = 0; d < sizes.size(); ++d) {
+      broadcast = broadcast || sizes[d] != shape[d];
+      shape[d] = std::max(shape[d], sizes[d]);
+    }
+  }
+  if (present == 0) return absl::UnimplementedError("advanced indexing without an index tensor");
+  // On a trn target the core gathers with one index per partition, so index tensors of one rank
+  // that broadcast (x[b[:, None], k[None, :]]) are passed broadcast to their common shape (a copy
+  // each, which ATen's kernel reads as it would the originals). The host passes them as they are.
+  if (!broadcast || !g.target().is_trn()) return g.Extern();
+  return g.Extern([&](const View& v) {
+    if (v.sizes == shape) return v;
+    return g.Pointwise({Operand::Of(v)}, shape, v.dtype, [](ScalarBuilder&, const std::vector<Scalar>& x) { return x[0]; });
+  });
+}
+
 }  // namespace
 
 void PopulateIndexing(LoweringRegistry& r) {
   for (const char* name : {"aten::index_select", "aten::gather", "aten::embedding", "aten::embedding_dense_backward",
                            "aten::index_add", "aten::scatter_add", "aten::take"}) {
     r.Register(name, "indexing", ViaRuntime, /*runtime_call=*/true);
+  }
+  for (const char* name : {"aten::index", "aten::index_put", "aten::_index_put_impl"}) {
+    r.Register(name, "indexing", AdvancedIndex, /*runtime_call=*/true);
   }
 }
 

@@ -49,7 +49,7 @@ bool Lowerer::IsGather(mlir::linalg::GenericOp g) {
   auto name = g->getAttrOfType<mlir::StringAttr>(kExternOpAttr);
   return name && (name.getValue() == "aten::embedding" || name.getValue() == "aten::index_select" ||
                   name.getValue() == "aten::embedding_dense_backward" || IsIndexAdd(name.getValue()) ||
-                  IsScatterAdd(name.getValue()));
+                  IsScatterAdd(name.getValue()) || IsAdvancedIndex(name.getValue()));
 }
 
 // Operands of the call: ctx, op index, the reads in argument order (embedding: weight, indices;
@@ -59,6 +59,7 @@ LogicalResult Lowerer::LowerGather(mlir::linalg::GenericOp g) {
   if (g->hasAttr(kExternPermsAttr)) return refuse(g) << "gathers through a permuted operand (no trn lowering)";
   if (name == "aten::embedding_dense_backward") return LowerEmbeddingBackward(g);
   if (IsIndexAdd(name) || IsScatterAdd(name)) return LowerIndexAdd(g);
+  if (IsAdvancedIndex(name)) return LowerAdvancedIndex(g);
   if (g->getNumOperands() != 5) return g.emitOpError("is not a two-input, one-result gather");
   Value table = g->getOperand(2), indices = g->getOperand(3), out = g->getOperand(4);
   auto table_type = table.getType().dyn_cast<mlir::MemRefType>();

@@ -1,4 +1,4 @@
-// Internal to trn-lower-linalg (LowerLinalg.cpp, LowerBody.cpp, LowerGather.cpp, LowerMatmul.cpp):
+// Internal to trn-lower-linalg (LowerLinalg.cpp, LowerBody.cpp, LowerGather.cpp, LowerAdvancedIndex.cpp, LowerMatmul.cpp):
 // HBM windows, iteration-space tiles and the Lowerer, which lowers the linalg ops of one function
 // to trn ops. Private: not installed, included by those files only. Each member is defined, with its comment, in the
 // file its section names.
@@ -221,6 +221,13 @@ class Lowerer {
   LogicalResult LowerGather(mlir::linalg::GenericOp g);
   LogicalResult LowerEmbeddingBackward(mlir::linalg::GenericOp g);
   LogicalResult LowerIndexAdd(mlir::linalg::GenericOp g);
+
+  // ---- advanced indexing: index.Tensor as dma_gather, index_put (accumulate) as
+  //      dma_scatter_add of rows named by wrapped, combined index tiles (LowerAdvancedIndex.cpp) ----
+
+  static bool IsAdvancedIndex(llvm::StringRef name);
+  Value IndexRows(llvm::ArrayRef<Value> tiles, llvm::ArrayRef<int64_t> sizes, int64_t p);
+  LogicalResult LowerAdvancedIndex(mlir::linalg::GenericOp g);
 
   // ---- convolutions: forward, grad input, grad weight, grad bias (LowerConv.cpp) ----
 

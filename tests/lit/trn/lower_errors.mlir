@@ -143,3 +143,20 @@ func.func @scatter_add_general_index(%x: memref<5x4xf32>, %ids: memref<3x4xi64>,
   }
   return
 }
+
+// -----
+
+// index_put without accumulate: there is no overwriting indirect DMA (the group runs as host code).
+func.func @index_put_overwrite(%x: memref<10x4xf32>, %i: memref<6xi64>, %v: memref<6x4xf32>) {
+  %ctx = arith.constant 0 : i64
+  %k = arith.constant 0 : i64
+  // expected-error @+1 {{index_put without accumulate}}
+  linalg.generic {indexing_maps = [affine_map<() -> ()>, affine_map<() -> ()>, affine_map<() -> (0, 0)>, affine_map<() -> (0)>, affine_map<() -> (0, 0)>, affine_map<() -> (0, 0)>],
+                  iterator_types = [], library_call = "trn_ext4_0", trn.extern_op = "aten::_index_put_impl_", trn.extern_ints = array<i64: 0, 0>,
+                  trn.extern_lists = [array<i64: 1>]}
+      ins(%ctx, %k, %x, %i, %v : i64, i64, memref<10x4xf32>, memref<6xi64>, memref<6x4xf32>) outs(%x : memref<10x4xf32>) {
+  ^bb0(%c: i64, %o0: i64, %a: f32, %b: i64, %d: f32, %o: f32):
+    linalg.yield %o : f32
+  }
+  return
+}
