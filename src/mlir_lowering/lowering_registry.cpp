@@ -90,6 +90,19 @@ bool DenseF32(const runtime::OpRecord& r, size_t j) {
 // tensors sit on adjacent dims of a dense self and have one rank (the front broadcasts them to
 // one shape: ops/indexing.cpp); index_put adds (accumulate=True: there is no overwriting
 // indirect DMA) f32 values of the indexed result's shape (any strides, broadcast ones too).
+// Whether dims [lo, hi) of `t` form one run of a single stride (size-1 dims aside), as the trn
+// lowering merges them (trn/LowerAdvancedIndex.cpp: a run it cannot merge is refused there,
+// which would send the whole group to the host).
+bool OneRun(const at::Tensor& t, int64_t lo, int64_t hi) {
+  int64_t inner = -1;
+  for (int64_t d = hi - 1; d >= lo; --d) {
+    if (t.size(d) == 1) continue;
+    if (inner >= 0 && t.stride(d) != t.stride(inner) * t.size(inner)) return false;
+    inner = d;
+  }
+  return true;
+}
+
 bool TrnAcceptsIndex(const runtime::OpRecord& r, bool put, std::string* why) {
   *why = "advanced indexing other than index tensors of one rank on adjacent dims of a dense tensor (no trn lowering)";
   if (r.args.size() < 2 || !r.args[0].isTensor() || !r.args[1].isOptionalTensorList()) return false;
@@ -120,6 +133,14 @@ bool TrnAcceptsIndex(const runtime::OpRecord& r, bool put, std::string* why) {
   if (!accumulate || !f32) {
     *why = "index_put without accumulate (no overwriting indirect DMA), or values not f32 of the indexed shape "
            "(no trn lowering)";
+    return false;
+  }
+  // The values as [dims before, index dims, dims after], each run of one stride.
+  const at::Tensor& values = r.args[2].toTensor();
+  const int64_t first = last - count + 1, index_rank = static_cast<int64_t>(shape.size());
+  if (!OneRun(values, 0, first) || !OneRun(values, first, first + index_rank) ||
+      !OneRun(values, first + index_rank, values.dim())) {
+    *why = "index_put values strided across dims (no trn lowering)";
     return false;
   }
   return true;

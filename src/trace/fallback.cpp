@@ -299,7 +299,7 @@ void RecordingFallback(const c10::OperatorHandle& orig_op, torch::jit::Stack* st
     std::vector<c10::IValue> private_args;
     private_args.reserve(args.size() + (out_op != nullptr ? nret : 0));
     for (const c10::IValue& a : args) {
-      private_args.push_back(PrivateArg(a));
+      private_args.push_back(PrivateIndexArg(a));
     }
     if (out_op != nullptr) {
       for (c10::IValue& f : fresh) {

@@ -1,11 +1,14 @@
 #include "trace/snapshot.h"
 
 #include <ATen/EmptyTensor.h>
+
+#include <algorithm>
 #include <ATen/ops/empty.h>
 #include <c10/core/TensorImpl.h>
 
 #include "runtime/host_view.h"
 #include "trace/fallback.h"
+#include "trace/graph_replay.h"
 #include "trace/meta_cache.h"
 
 namespace trn::trace {
@@ -46,6 +49,30 @@ c10::IValue PrivateArg(const c10::IValue& v) {
     }
     at::Tensor copy = t.clone();
     return copy;
+  });
+}
+
+c10::IValue PrivateIndexArg(const c10::IValue& v) {
+  if (!v.isOptionalTensorList()) return PrivateArg(v);
+  bool host = false;
+  runtime::ForEachTensor(v, [&](const at::Tensor& t) { host = host || (t.defined() && !runtime::IsDeviceTensor(t)); });
+  if (!host) return PrivateArg(v);
+  // A fresh device buffer nothing else references: filled now (as a host -> device copy of a
+  // fresh tensor is), so a replay of a captured graph would not refill it.
+  CaptureRefuse("a host index tensor (copied to the device when recorded)");
+  return runtime::MapTensors(v, [](const at::Tensor& t) -> at::Tensor {
+    if (!t.defined() || runtime::IsDeviceTensor(t)) return Snapshot(t);
+    Geometry g;
+    g.defined = true;
+    g.sizes = t.sizes().vec();
+    g.strides.assign(g.sizes.size(), 1);
+    for (int64_t d = static_cast<int64_t>(g.sizes.size()) - 2; d >= 0; --d) {
+      g.strides[d] = g.strides[d + 1] * std::max<int64_t>(g.sizes[d + 1], 1);
+    }
+    g.dtype = t.scalar_type();
+    at::Tensor d = FreshLike(g);
+    runtime::HostAlias(d).copy_(t);
+    return Snapshot(d);
   });
 }
 

@@ -21,6 +21,10 @@ at::Tensor Snapshot(const at::Tensor& t);
 // What a queued op keeps of an argument: snapshots of device tensors, private copies of host
 // tensors (the user may overwrite them before the op runs), everything else as is.
 c10::IValue PrivateArg(const c10::IValue& v);
+// As PrivateArg, but host tensors of an optional-tensor list (advanced indexing's indices, which
+// may be CPU tensors: trace/device_check.h) become fresh device tensors holding their values, so
+// the op can join a compiled group (as CUDA's index kernels move CPU indices to the device).
+c10::IValue PrivateIndexArg(const c10::IValue& v);
 
 // A Meta tensor with `t`'s sizes, strides, offset and storage extent (so view outputs get
 // absolute offsets into the same storage).
