@@ -246,7 +246,8 @@ def forward(dev):
     X, I, J, I2, M = x.to(dev), i.to(dev), j.to(dev), i2.to(dev), many.to(dev)
     r = {"x[i]": X[I], "x[:, j]": X[:, J], "x[i2]": X[I2], "x[i, j]": X[I, J], "x[:, j, i]": X[:, J, I % 4 - 4],
          "x[..., j % 4]": X[..., J % 4], "int32": X[I.int()], "many": big.to(dev)[M], "wide": wide.to(dev)[I % 5],
-         "bool_bcast": mask.to(dev)[b.to(dev), kv.to(dev)], "cpu_index": X[i] * 3, "cpu_pair": X[i, j] + 1}
+         "bool_bcast": mask.to(dev)[b.to(dev), kv.to(dev)], "cpu_index": X[i] * 3, "cpu_pair": X[i, j] + 1,
+         "arange_view": big.to(dev)[torch.arange(12, device=dev).view(3, 4) * 7]}
     return {k: (v & True if v.dtype == torch.bool else v * 1).cpu() for k, v in r.items()}
 def backward(dev):
     X = x.clone().to(dev).requires_grad_(); B = big.clone().to(dev).requires_grad_()

@@ -33,6 +33,7 @@ LogicalResult Lowerer::LowerBodyOp(mlir::Operation& op, const TileSpace& t, llvm
     return set(Val::Const(*v));
   }
   if (auto index = mlir::dyn_cast<mlir::linalg::IndexOp>(op)) return LowerIndex(index, t, vals);
+  if (auto apply = mlir::dyn_cast<mlir::AffineApplyOp>(op)) return LowerAffineIndex(apply, t, vals);
   if (std::optional<LogicalResult> r = LowerIntegerOp(op, in, t, vals)) return *r;
   struct BinaryName { const char* op; const char* swapped; };
   std::optional<BinaryName> bin;
@@ -219,14 +220,49 @@ bool Lowerer::MatchCombine(Value y, Value acc, std::string* op, Value* x, llvm::
 // linalg.index d on tile t: base[d] + p * (partition step of d) + f * (free step of d), one iota
 // on GpSimd into an i32 tile. Affine in (p, f) only when the tile has at most one free axis,
 // which LowerGeneric asks Tiles for when the body reads a loop index.
+namespace {
+
+// Loop index d on the tile: base + p * partition_step + f * step.
+struct IotaForm {
+  int64_t base = 0, partition_step = 0, step = 0;
+};
+IotaForm IotaOf(int d, const TileSpace& t) {
+  return {d < static_cast<int>(t.base.size()) ? t.base[d] : 0, t.partition.dim == d ? t.partition.coeff : 0,
+          !t.free.empty() && t.free[0].dim == d ? t.free[0].coeff : 0};
+}
+
+}  // namespace
+
 LogicalResult Lowerer::LowerIndex(mlir::linalg::IndexOp op, const TileSpace& t, llvm::DenseMap<Value, Val>& vals) {
-  const int d = static_cast<int>(op.getDim());
   if (t.free.size() > 1) return refuse(op) << "on a tile with several free axes has no trn lowering";
-  const int64_t base = d < static_cast<int>(t.base.size()) ? t.base[d] : 0;
-  const int64_t partition_step = t.partition.dim == d ? t.partition.coeff : 0;
-  const int64_t step = !t.free.empty() && t.free[0].dim == d ? t.free[0].coeff : 0;
+  const IotaForm f = IotaOf(static_cast<int>(op.getDim()), t);
   Value dst = NewTile(t, Kind::kTile, b_.getI32Type());
-  Make<IotaOp>(dst, b_.getI64IntegerAttr(base), b_.getI64IntegerAttr(partition_step), b_.getI64IntegerAttr(step));
+  Make<IotaOp>(dst, b_.getI64IntegerAttr(f.base), b_.getI64IntegerAttr(f.partition_step), b_.getI64IntegerAttr(f.step));
+  vals[op.getResult()] = Val::Tile(dst);
+  return success();
+}
+
+// affine.apply of loop indices, which fusing a view's producer into its reader leaves (the
+// producer's linalg.index becomes an affine function of the reader's: arange(12).view(3, 4) read
+// at (i, j) is index 4 i + j). A linear map of linalg.index values is itself one iota, each of
+// its steps the same combination of the indices' own; floordiv and mod are refused by name.
+LogicalResult Lowerer::LowerAffineIndex(mlir::AffineApplyOp op, const TileSpace& t, llvm::DenseMap<Value, Val>& vals) {
+  if (t.free.size() > 1) return refuse(op) << "on a tile with several free axes has no trn lowering";
+  const mlir::AffineMap map = op.getAffineMap();
+  std::optional<Linear> l = map.getNumSymbols() == 0 ? Linearize(map.getResult(0), map.getNumDims()) : std::nullopt;
+  if (!l) return refuse(op) << "of a map other than a linear one of loop indices has no trn lowering";
+  IotaForm sum{l->constant, 0, 0};
+  for (unsigned i = 0; i < map.getNumDims(); ++i) {
+    auto index = op.getOperand(i).getDefiningOp<mlir::linalg::IndexOp>();
+    if (!index) return refuse(op) << "of values other than loop indices has no trn lowering";
+    const IotaForm f = IotaOf(static_cast<int>(index.getDim()), t);
+    sum.base += l->coeff[i] * f.base;
+    sum.partition_step += l->coeff[i] * f.partition_step;
+    sum.step += l->coeff[i] * f.step;
+  }
+  Value dst = NewTile(t, Kind::kTile, b_.getI32Type());
+  Make<IotaOp>(dst, b_.getI64IntegerAttr(sum.base), b_.getI64IntegerAttr(sum.partition_step),
+               b_.getI64IntegerAttr(sum.step));
   vals[op.getResult()] = Val::Tile(dst);
   return success();
 }

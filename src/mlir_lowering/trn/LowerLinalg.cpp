@@ -78,14 +78,6 @@ std::optional<Hbm> HbmOf(Value v, std::string* why) {
   return h;
 }
 
-namespace {
-
-// A linear form of the loop indices: constant + sum coeff[d] * index[d].
-struct Linear {
-  int64_t constant = 0;
-  llvm::SmallVector<int64_t> coeff;
-};
-
 std::optional<Linear> Linearize(mlir::AffineExpr e, unsigned dims) {
   Linear l;
   l.coeff.assign(dims, 0);
@@ -118,8 +110,6 @@ std::optional<Linear> Linearize(mlir::AffineExpr e, unsigned dims) {
   }
   return std::nullopt;
 }
-
-}  // namespace
 
 std::optional<OperandAccess> AccessOf(Value memref, mlir::AffineMap map, std::string* why) {
   auto hbm = HbmOf(memref, why);

@@ -23,6 +23,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/IR/AffineMap.h"
 #include "mlir/IR/Builders.h"
 #include "mlir_lowering/trn/TrnDialect.h"
@@ -56,6 +57,15 @@ struct OperandAccess {
 };
 
 std::optional<OperandAccess> AccessOf(Value memref, mlir::AffineMap map, std::string* why);
+
+// A linear form of the loop indices: constant + sum coeff[d] * index[d].
+struct Linear {
+  int64_t constant = 0;
+  llvm::SmallVector<int64_t> coeff;
+};
+// `e` over `dims` dims as a Linear form; nullopt for floordiv, mod, ceildiv, symbols or a
+// product of two non-constants.
+std::optional<Linear> Linearize(mlir::AffineExpr e, unsigned dims);
 
 // One axis of a tile: `count` steps of loop dimension `dim`, `coeff` indices per step.
 struct Axis {
@@ -212,6 +222,7 @@ class Lowerer {
   std::optional<LogicalResult> LowerIntegerOp(mlir::Operation& op, llvm::ArrayRef<Val> in, const TileSpace& t,
                                               llvm::DenseMap<Value, Val>& vals);
   LogicalResult LowerIndex(mlir::linalg::IndexOp op, const TileSpace& t, llvm::DenseMap<Value, Val>& vals);
+  LogicalResult LowerAffineIndex(mlir::AffineApplyOp op, const TileSpace& t, llvm::DenseMap<Value, Val>& vals);
   Val IntDivide(bool remainder, bool floor, const Val& a, const Val& b, const TileSpace& t);
 
   // ---- gathers and scatters: embedding, index_select, and by dma_scatter_add embedding backward,

@@ -160,3 +160,19 @@ func.func @index_put_overwrite(%x: memref<10x4xf32>, %i: memref<6xi64>, %v: memr
   }
   return
 }
+
+// -----
+
+// A loop index through floordiv / mod (a view the front derives by mixed-radix decomposition) is
+// not one iota.
+func.func @index_floordiv(%y: memref<8xi64>) {
+  linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]} outs(%y : memref<8xi64>) {
+  ^bb0(%o: i64):
+    %i = linalg.index 0 : index
+    // expected-error @+1 {{'affine.apply' op of a map other than a linear one of loop indices has no trn lowering}}
+    %a = affine.apply affine_map<(d0) -> (d0 floordiv 2)>(%i)
+    %v = arith.index_cast %a : index to i64
+    linalg.yield %v : i64
+  }
+  return
+}

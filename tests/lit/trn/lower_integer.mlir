@@ -152,3 +152,23 @@ func.func @to_int(%x: memref<8x16xf32>, %n: memref<8x16xi64>, %y: memref<8x16xi6
   }
   return
 }
+
+// -----
+
+// affine.apply of loop indices (a fused view of arange: index 4 i + j + 7) is one iota whose
+// steps combine the indices' own: j on the partitions (step 1 each), i on the free axis (4 each).
+// CHECK-LABEL: func.func @view_of_arange
+// CHECK: trn.iota %[[V:[^ ]*]] {base = 7 : i64, partition_step = 1 : i64, step = 4 : i64{{.*}} : !trn.sbuf<4, [3], i32>
+// CHECK: trn.dma_copy %[[V]], %arg0
+#id = affine_map<(d0, d1) -> (d0, d1)>
+func.func @view_of_arange(%y: memref<3x4xi64>) {
+  linalg.generic {indexing_maps = [#id], iterator_types = ["parallel", "parallel"]} outs(%y : memref<3x4xi64>) {
+  ^bb0(%o: i64):
+    %i = linalg.index 0 : index
+    %j = linalg.index 1 : index
+    %a = affine.apply affine_map<(d0, d1) -> (d0 * 4 + d1 + 7)>(%i, %j)
+    %v = arith.index_cast %a : index to i64
+    linalg.yield %v : i64
+  }
+  return
+}
