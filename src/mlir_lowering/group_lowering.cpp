@@ -461,7 +461,7 @@ absl::Status GroupLowering::Check(const View& bad, std::string message, base::Er
   return absl::OkStatus();
 }
 
-absl::Status GroupLowering::Extern(const std::function<View(const View&)>& index_view) {
+absl::Status GroupLowering::Extern(const std::function<View(int64_t arg, const View&)>& pass) {
   const runtime::OpRecord& r = current();
   const c10::FunctionSchema& schema = r.op.schema();
   // In place only the scatter-adds and index puts into self (the runtime starts the result from
@@ -498,7 +498,7 @@ absl::Status GroupLowering::Extern(const std::function<View(const View&)>& index
     for (const at::Tensor& t : tensors) {
       absl::StatusOr<View> v = Read(t);
       if (!v.ok()) return v.status();
-      reads.push_back(index_list && index_view ? index_view(*v) : std::move(*v));
+      reads.push_back(pass ? pass(static_cast<int64_t>(j), *v) : std::move(*v));
     }
   }
   std::vector<at::Tensor> dests;

@@ -256,9 +256,10 @@ class GroupLowering {
   // Lowers the current op as a call into the runtime (ATen's CPU kernel on the buffers).
   // Only for ops that write nothing but their returns (functional or out=), and the scatters into
   // self (index_add_, scatter_add_, _index_put_impl_). The tensors of an optional-tensor list
-  // (advanced indexing's indices) are inputs too, in list order; `index_view`, when given, maps
-  // each one's view to the view passed (e.g. broadcast to the other indices' shape).
-  absl::Status Extern(const std::function<View(const View&)>& index_view = nullptr);
+  // (advanced indexing's indices) are inputs too, in list order. `pass`, when given, maps the
+  // view of each input read from argument `arg` (an index list's tensors: its index) to the view
+  // passed (e.g. broadcast to the other indices' shape, or a contiguous copy).
+  absl::Status Extern(const std::function<View(int64_t arg, const View&)>& pass = nullptr);
 
   NameGen& names() { return names_; }
   // Whether this lowering writes IR. Lowerings that build text themselves (Emit) skip building

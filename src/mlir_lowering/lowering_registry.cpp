@@ -155,9 +155,10 @@ bool LoweringRegistry::TrnAcceptsCall(const runtime::OpRecord& r, std::string* w
     return false;
   }
   // embedding_dense_backward(grad_output, indices, num_weights, padding_idx, scale_grad_by_freq).
+  // (A strided grad_output or indices is passed as a contiguous copy: ops/indexing.cpp.)
   if (name == "aten::embedding_dense_backward" &&
-      (BoolArg(r, 4) || (Rank(r, 0) >= 1 && !DenseF32(r, 0)))) {
-    *why = "embedding backward with scale_grad_by_freq, strided or not f32 (no trn lowering)";
+      (BoolArg(r, 4) || r.args.empty() || !r.args[0].isTensor() || r.args[0].toTensor().scalar_type() != at::kFloat)) {
+    *why = "embedding backward with scale_grad_by_freq or not f32 (no trn lowering)";
     return false;
   }
   // index_add(self, dim, index, source, alpha) (trn/LowerGather.cpp): row-wise along dim 0,

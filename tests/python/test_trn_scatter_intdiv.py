@@ -120,17 +120,19 @@ def test_index_add_index_out_of_range_is_an_index_error(tmp_path):
 def test_embedding_backward_on_trn2():
     # Repeated indices (accumulated in index order), padding_idx (its row gets no gradient, even
     # an inf one), more than 128 indices (several blocks), a row wider than one chunk (2048), and
-    # nn.Embedding with and without padding inside a training step.
+    # nn.Embedding with and without padding inside a training step; token type ids expanded along
+    # the batch (stride 0) and a transposed gradient (passed as contiguous copies made on the core).
     out = last_json(run_python("""
         import json, torch, torch_trn
         g = torch.Generator().manual_seed(0)
-        cases = {  # table rows, row width, index shape, padding_idx
-            "repeated_padding": (50, 16, (4, 70), 3),
-            "no_padding": (300, 24, (333,), None),
-            "wide_rows": (20, 2100, (3, 9), 0),
+        cases = {  # table rows, row width, index shape, padding_idx, strided operands
+            "repeated_padding": (50, 16, (4, 70), 3, False),
+            "no_padding": (300, 24, (333,), None, False),
+            "wide_rows": (20, 2100, (3, 9), 0, False),
+            "expanded_ids": (8, 16, (4, 12), None, True),
         }
-        eq, ran = {}, set()
-        for name, (rows, d, shape, pad) in cases.items():
+        eq, ran, host = {}, set(), {}
+        for name, (rows, d, shape, pad, strided) in cases.items():
             w = torch.randn(rows, d, generator=g)
             ids = torch.randint(0, rows, shape, generator=g)
             ids.view(-1)[:7] = 5                              # a row hit many times
@@ -141,7 +143,10 @@ def test_embedding_backward_on_trn2():
                 up[(ids == pad)] = float("inf")               # CPU skips these rows entirely
             def run(dev):
                 W = w.clone().to(dev).requires_grad_()
-                out = torch.nn.functional.embedding(ids.to(dev), W, padding_idx=pad)
+                i = ids.to(dev)[:1].expand(*shape) if strided else ids.to(dev)
+                out = torch.nn.functional.embedding(i, W, padding_idx=pad)
+                if strided:   # the gradient reaching the embedding is a transposed view
+                    out = out.transpose(0, 1).contiguous().transpose(0, 1)
                 (out * up.to(dev)).sum().backward()
                 return W.grad.cpu()
             ref = run("cpu")
@@ -149,6 +154,7 @@ def test_embedding_backward_on_trn2():
             got = run("neuron")
             s = torch_trn.stats()["device"]
             ran |= {k.split(".")[0] for k in s["ops_by_name"]}
+            host[name] = [s["ops_on_host"], s["host_group_reasons"]]
             eq[name] = bool(torch.equal(got, ref))
         torch_trn.reset_stats()
         torch.manual_seed(0)
@@ -164,10 +170,11 @@ def test_embedding_backward_on_trn2():
         got = train(copy.deepcopy(model), "neuron")
         eq["training"] = bool(torch.allclose(got, ref, rtol=1e-5, atol=1e-6))
         s = torch_trn.stats()["device"]
-        print(json.dumps({"equal": eq, "ran": sorted(ran), "dev": s}))
+        print(json.dumps({"equal": eq, "ran": sorted(ran), "host": host, "dev": s}))
     """, env=TRN))
     assert all(out["equal"].values()), out["equal"]
     assert "aten::embedding_dense_backward" in out["ran"], out["ran"]
+    assert all(h == [0, {}] for h in out["host"].values()), out["host"]
     dev = out["dev"]
     assert "aten::embedding_dense_backward" in ran_on_core(dev)
     assert dev["ops_on_host"] == 0 and dev["host_transfer_bytes"] == 0, dev

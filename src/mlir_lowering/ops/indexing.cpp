@@ -42,17 +42,31 @@ absl::Status AdvancedIndex(GroupLowering& g, const runtime::OpRecord& r) {
   // that broadcast (x[b[:, None], k[None, :]]) are passed broadcast to their common shape (a copy
   // each, which ATen's kernel reads as it would the originals). The host passes them as they are.
   if (!broadcast || !g.target().is_trn()) return g.Extern();
-  return g.Extern([&](const View& v) {
-    if (v.sizes == shape) return v;
+  return g.Extern([&](int64_t arg, const View& v) {
+    if (arg != j || v.sizes == shape) return v;
     return g.Pointwise({Operand::Of(v)}, shape, v.dtype, [](ScalarBuilder&, const std::vector<Scalar>& x) { return x[0]; });
+  });
+}
+
+// embedding_dense_backward(grad_output, indices, num_weights, padding_idx, scale_grad_by_freq).
+// The core's scatter-add reads row-major indices and gradients (trn/LowerGather.cpp), so on a
+// trn target a strided one (token type ids expanded along the batch: stride 0) is passed as a
+// contiguous copy made on the core, rather than the op running on the host. The host's ATen
+// kernel reads any strides.
+absl::Status EmbeddingBackward(GroupLowering& g, const runtime::OpRecord& r) {
+  if (!g.target().is_trn()) return g.Extern();
+  return g.Extern([&](int64_t arg, const View& v) {
+    if (!r.args[arg].isTensor() || r.args[arg].toTensor().is_contiguous()) return v;
+    return g.Pointwise({Operand::Of(v)}, v.sizes, v.dtype, [](ScalarBuilder&, const std::vector<Scalar>& x) { return x[0]; });
   });
 }
 
 }  // namespace
 
 void PopulateIndexing(LoweringRegistry& r) {
-  for (const char* name : {"aten::index_select", "aten::gather", "aten::embedding", "aten::embedding_dense_backward",
-                           "aten::index_add", "aten::scatter_add", "aten::take"}) {
+  r.Register("aten::embedding_dense_backward", "indexing", EmbeddingBackward, /*runtime_call=*/true);
+  for (const char* name : {"aten::index_select", "aten::gather", "aten::embedding", "aten::index_add",
+                           "aten::scatter_add", "aten::take"}) {
     r.Register(name, "indexing", ViaRuntime, /*runtime_call=*/true);
   }
   for (const char* name : {"aten::index", "aten::index_put", "aten::_index_put_impl"}) {
