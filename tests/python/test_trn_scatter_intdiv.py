@@ -330,3 +330,28 @@ def test_advanced_indexing_out_of_range_is_an_index_error():
         assert cpu is not None and neuron is not None, (name, cpu, neuron)
         assert "aten::index" in neuron and "NeuronCore model" in neuron, (name, neuron)
     assert out["failures"] == 0
+
+
+def test_gathers_of_strided_indices_on_trn2():
+    # A strided index_select index (a step-3 slice of a device tensor the group reads) is passed to
+    # the core's gather as a contiguous copy made on the core; before, the gather's whole group went
+    # to the host ("gathers with strided indices"). (Expanded token type ids reach embedding's
+    # gather through its reshape, a copy.)
+    out = last_json(run_python("""
+        import json, torch, torch_trn
+        g = torch.Generator().manual_seed(0)
+        w = torch.randn(8, 16, generator=g); ids = torch.randint(0, 8, (1, 12), generator=g)
+        def f(dev):
+            W = w.to(dev)
+            r = {"embedding": torch.nn.functional.embedding(ids.to(dev).expand(4, 12), W) * 1,
+                 "index_select": torch.index_select(W, 0, (torch.arange(24) % 8).to(dev)[::3]) * 1}
+            return {k: v.cpu() for k, v in r.items()}
+        ref = f("cpu")
+        torch_trn.reset_stats()
+        got = f("neuron")
+        print(json.dumps({"equal": {k: bool(torch.equal(got[k], ref[k])) for k in ref}, "dev": torch_trn.stats()["device"]}))
+    """, env=TRN))
+    assert all(out["equal"].values()), out["equal"]
+    dev = out["dev"]
+    assert "aten::index_select" in ran_on_core(dev), sorted(ran_on_core(dev))   # (embedding is an index_select)
+    assert dev["ops_on_host"] == 0 and not dev["host_group_reasons"], dev

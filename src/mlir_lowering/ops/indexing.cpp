@@ -48,15 +48,18 @@ absl::Status AdvancedIndex(GroupLowering& g, const runtime::OpRecord& r) {
   });
 }
 
-// embedding_dense_backward(grad_output, indices, num_weights, padding_idx, scale_grad_by_freq).
-// The core's scatter-add reads row-major indices and gradients (trn/LowerGather.cpp), so on a
-// trn target a strided one (token type ids expanded along the batch: stride 0) is passed as a
-// contiguous copy made on the core, rather than the op running on the host. The host's ATen
-// kernel reads any strides.
-absl::Status EmbeddingBackward(GroupLowering& g, const runtime::OpRecord& r) {
+// embedding, index_select and embedding_dense_backward: the core's gathers and scatter-add read
+// row-major indices (and gradients: trn/LowerGather.cpp), so on a trn target a strided one (token
+// type ids expanded along the batch: stride 0) is passed as a contiguous copy made on the core,
+// rather than the op, or its whole group, running on the host. The table may have any strides;
+// the host's ATen kernels read any strides.
+absl::Status GatherOnTrn(GroupLowering& g, const runtime::OpRecord& r) {
   if (!g.target().is_trn()) return g.Extern();
+  const c10::FunctionSchema& schema = r.op.schema();
   return g.Extern([&](int64_t arg, const View& v) {
-    if (!r.args[arg].isTensor() || r.args[arg].toTensor().is_contiguous()) return v;
+    const std::string& name = schema.arguments()[arg].name();
+    const bool row_major = name == "indices" || name == "index" || name == "grad_output";
+    if (!row_major || !r.args[arg].isTensor() || r.args[arg].toTensor().is_contiguous()) return v;
     return g.Pointwise({Operand::Of(v)}, v.sizes, v.dtype, [](ScalarBuilder&, const std::vector<Scalar>& x) { return x[0]; });
   });
 }
@@ -64,9 +67,10 @@ absl::Status EmbeddingBackward(GroupLowering& g, const runtime::OpRecord& r) {
 }  // namespace
 
 void PopulateIndexing(LoweringRegistry& r) {
-  r.Register("aten::embedding_dense_backward", "indexing", EmbeddingBackward, /*runtime_call=*/true);
-  for (const char* name : {"aten::index_select", "aten::gather", "aten::embedding", "aten::index_add",
-                           "aten::scatter_add", "aten::take"}) {
+  for (const char* name : {"aten::embedding", "aten::index_select", "aten::embedding_dense_backward"}) {
+    r.Register(name, "indexing", GatherOnTrn, /*runtime_call=*/true);
+  }
+  for (const char* name : {"aten::gather", "aten::index_add", "aten::scatter_add", "aten::take"}) {
     r.Register(name, "indexing", ViaRuntime, /*runtime_call=*/true);
   }
   for (const char* name : {"aten::index", "aten::index_put", "aten::_index_put_impl"}) {
