@@ -1,4 +1,4 @@
-"""Reductions the trn pipeline needs in another form than the host's (ops/reductions.cpp).
+"""Reductions the trn pipeline needs in another form than the host's (ops/reductions.cpp): argmax-like, cumsum, prod.
 
 - argmax / argmin and max / min with indices: on trn targets two reductions VectorE's
   tensor_reduce runs (the extremum, then the first index holding it: ValueAndIndex), where the
@@ -92,3 +92,32 @@ def test_cumsum_runs_compiled_on_the_host():
     out = last_json(run_python(CUMSUM, env={"NEURON_MODE": "compile"}))
     assert all(out["equal"].values()), out["equal"]
     assert not any("cumsum" in k for k in out["unlowered"]), out["unlowered"]
+
+
+def test_small_products_on_trn2():
+    # tensor_reduce has no multiply: a product of at most 16 elements is one pointwise op of the
+    # slices on the core (deformable DETR's spatial_shapes.prod(1)); a longer one runs on the host,
+    # alone (its group stays on the core).
+    out = last_json(run_python("""
+        import json, torch, torch_trn
+        g = torch.Generator().manual_seed(0)
+        s = torch.tensor([[16, 20], [8, 10], [4, 5], [2, 3]])
+        x = torch.rand(3, 4, 5, generator=g) + 0.5
+        def f(dev):
+            S, X = s.to(dev), x.to(dev)
+            r = {"int_rows": S.prod(1) * 1, "keepdim": (X * 1).prod(dim=1, keepdim=True),
+                 "dim0": (X + 0).prod(0), "all_of_4": (S[:2] * 1).prod(), "of_5": (X * 2).prod(2) + 1,
+                 "of_60": (X * 0.5 + 0.75).prod() * 1}
+            return {k: v.cpu() for k, v in r.items()}
+        ref = f("cpu")
+        torch_trn.reset_stats()
+        got = f("neuron")
+        print(json.dumps({"equal": {k: got[k].dtype == ref[k].dtype and got[k].shape == ref[k].shape and
+                                       bool(torch.allclose(got[k].double(), ref[k].double(), rtol=1e-6)) for k in ref},
+                          "unlowered": torch_trn.stats()["unlowered_ops"], "dev": torch_trn.stats()["device"]}))
+    """, env=TRN))
+    assert all(out["equal"].values()), out["equal"]
+    dev = out["dev"]
+    assert "aten::prod" in ran_on_core(dev), sorted(ran_on_core(dev))
+    assert not dev["host_group_reasons"] and dev["trn_internal_failures"] == 0, dev
+    assert len(out["unlowered"]) == 1 and list(out["unlowered"].values()) == [1], out["unlowered"]   # the one of 60

@@ -76,7 +76,41 @@ absl::Status Prod(GroupLowering& g, const runtime::OpRecord&) {
     return absl::UnimplementedError("prod into bool");
   }
   TRN_ASSIGN_OR_RETURN(Reduced r, ReadReduced(g));
-  View p = g.Reduce(r.self, r.dims, r.keepdim, SumAccType(dst.scalar_type()), 1,
+  const c10::ScalarType acc = SumAccType(dst.scalar_type());
+  if (g.target().is_trn()) {
+    // tensor_reduce has no multiply: a product of at most kMaxTrnProd elements (deformable DETR's
+    // spatial_shapes.prod(1): 2) is one pointwise op multiplying the slices in order.
+    constexpr int64_t kMaxTrnProd = 16;
+    const int64_t count = NumelOf(r.self.sizes, r.dims);
+    if (count > kMaxTrnProd) {
+      return absl::UnimplementedError(absl::StrCat("prod of ", count, " > ", kMaxTrnProd, " elements on trn"));
+    }
+    std::vector<int64_t> shape = r.self.sizes;
+    for (int64_t d : r.dims) shape[d] = 1;
+    std::vector<View> slices;
+    for (int64_t k = 0; k < count; ++k) {  // the reduced elements in row-major order
+      View s = r.self;
+      for (int64_t i = static_cast<int64_t>(r.dims.size()) - 1, rest = k; i >= 0; --i) {
+        const int64_t d = r.dims[i], at = rest % r.self.sizes[d];
+        rest /= r.self.sizes[d];
+        for (AffineTerm& t : s.map) {  // dim d fixed at `at`: its coefficient moves into the constant
+          for (const auto& [dim, c] : t.coeffs) {
+            if (dim == d) t.constant += c * at;
+          }
+          std::erase_if(t.coeffs, [d](const std::pair<int, int64_t>& e) { return e.first == d; });
+        }
+        s.sizes[d] = 1;
+      }
+      slices.push_back(std::move(s));
+    }
+    View p = Map(g, slices, shape, acc, [acc](ScalarBuilder& b, const Args& a) {
+      Scalar y = b.Cast(a[0], acc);
+      for (size_t i = 1; i < a.size(); ++i) y = b.Mul(y, b.Cast(a[i], acc));
+      return y;
+    });
+    return g.WriteResult(0, r.keepdim ? p : SqueezeDims(p, r.dims));
+  }
+  View p = g.Reduce(r.self, r.dims, r.keepdim, acc, 1,
                     [](ScalarBuilder& b, const Scalar& a, const Scalar& x) { return b.Mul(a, b.Cast(x, a.dtype)); });
   return g.WriteResult(0, p);
 }
