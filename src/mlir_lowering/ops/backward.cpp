@@ -115,6 +115,42 @@ absl::Status LeakyReluBackward(GroupLowering& g, const runtime::OpRecord&) {
   });
 }
 
+// PReLU (`_prelu_kernel(self, weight)`, the weight already viewed to broadcast against self, as
+// torch.prelu passes it): x > 0 ? x : w x, as ATen's CPU kernel (a NaN takes the second branch).
+absl::Status Prelu(GroupLowering& g, const runtime::OpRecord&) {
+  at::Tensor dst = g.Destination(0);
+  if (!dst.defined() || !IsFloatType(dst.scalar_type())) return absl::UnimplementedError("prelu of a non-float");
+  return PointwiseResult(g, {"self", "weight"}, c10::ScalarType::Undefined, [](ScalarBuilder& b, const Args& a) {
+    return b.Select(b.Cmp(Cmp::kGt, a[0], Const(b, 0, a[0].dtype)), a[0], b.Mul(a[1], a[0]));
+  });
+}
+
+// `_prelu_kernel_backward(grad_output, self, weight) -> (grad_self, grad_weight)`, both of the
+// broadcast shape (autograd sums grad_weight to the weight's shape): x > 0 ? g : w g, and
+// x > 0 ? 0 : x g, as ATen's CPU kernel.
+absl::Status PreluBackward(GroupLowering& g, const runtime::OpRecord&) {
+  const at::Tensor dx = g.Destination(0), dw = g.Destination(1);
+  if (!dx.defined() || !dw.defined() || !IsFloatType(dx.scalar_type()) || dw.scalar_type() != dx.scalar_type() ||
+      dw.sizes() != dx.sizes()) {
+    return absl::UnimplementedError("prelu backward without two float results of one shape");
+  }
+  std::vector<Operand> ins;
+  for (absl::string_view n : {"grad_output", "self", "weight"}) {
+    TRN_ASSIGN_OR_RETURN(Operand o, ArgOperand(g, n));
+    ins.push_back(std::move(o));
+  }
+  const c10::ScalarType t = dx.scalar_type();
+  auto grad = [&](bool of_weight) {
+    return g.Pointwise(ins, dx.sizes().vec(), t, [t, of_weight](ScalarBuilder& b, const Args& a) {
+      const Scalar dy = b.Cast(a[0], t), x = b.Cast(a[1], t), w = b.Cast(a[2], t);
+      const Scalar positive = b.Cmp(Cmp::kGt, x, Const(b, 0, t));
+      return of_weight ? b.Select(positive, Const(b, 0, t), b.Mul(x, dy)) : b.Select(positive, dy, b.Mul(w, dy));
+    });
+  };
+  TRN_RETURN_IF_ERROR(g.WriteResult(0, grad(false)));
+  return g.WriteResult(1, grad(true));
+}
+
 absl::Status EluBackward(GroupLowering& g, const runtime::OpRecord&) {
   TRN_ASSIGN_OR_RETURN(c10::Scalar alpha, ScalarArg(g, "alpha"));
   TRN_ASSIGN_OR_RETURN(c10::Scalar scale, ScalarArg(g, "scale"));
@@ -233,6 +269,8 @@ void PopulateBackward(LoweringRegistry& r) {
   r.Register("aten::hardtanh_backward", f, HardtanhBackward);
   r.Register("aten::leaky_relu_backward", f, LeakyReluBackward);
   r.Register("aten::elu_backward", f, EluBackward);
+  r.Register("aten::_prelu_kernel", f, Prelu);
+  r.Register("aten::_prelu_kernel_backward", f, PreluBackward);
   r.Register("aten::softplus_backward", f, SoftplusBackward);
   r.Register("aten::hardsigmoid_backward", f, HardsigmoidBackward);
   r.Register("aten::hardswish_backward", f, HardswishBackward);
