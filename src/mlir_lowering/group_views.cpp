@@ -1,6 +1,8 @@
 // View algebra of the group lowering: buffers and views -> affine index maps (group_views.h).
 #include "mlir_lowering/group_views.h"
 
+#include <c10/util/strides.h>
+
 #include <algorithm>
 #include <functional>
 #include <numeric>
@@ -11,11 +13,8 @@
 namespace trn::mlir_lowering {
 
 std::vector<int64_t> ContiguousStrides(const std::vector<int64_t>& sizes) {
-  std::vector<int64_t> strides(sizes.size(), 1);
-  for (int64_t i = static_cast<int64_t>(sizes.size()) - 2; i >= 0; --i) {
-    strides[i] = strides[i + 1] * std::max<int64_t>(sizes[i + 1], 1);
-  }
-  return strides;
+  const c10::DimVector strides = c10::contiguous_strides(sizes);
+  return {strides.begin(), strides.end()};
 }
 
 int64_t Numel(const std::vector<int64_t>& sizes) {

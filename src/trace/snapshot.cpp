@@ -1,10 +1,9 @@
 #include "trace/snapshot.h"
 
 #include <ATen/EmptyTensor.h>
-
-#include <algorithm>
 #include <ATen/ops/empty.h>
 #include <c10/core/TensorImpl.h>
+#include <c10/util/strides.h>
 
 #include "runtime/host_view.h"
 #include "trace/fallback.h"
@@ -65,10 +64,8 @@ c10::IValue PrivateIndexArg(const c10::IValue& v) {
     Geometry g;
     g.defined = true;
     g.sizes = t.sizes().vec();
-    g.strides.assign(g.sizes.size(), 1);
-    for (int64_t d = static_cast<int64_t>(g.sizes.size()) - 2; d >= 0; --d) {
-      g.strides[d] = g.strides[d + 1] * std::max<int64_t>(g.sizes[d + 1], 1);
-    }
+    const c10::DimVector strides = c10::contiguous_strides(t.sizes());
+    g.strides.assign(strides.begin(), strides.end());
     g.dtype = t.scalar_type();
     at::Tensor d = FreshLike(g);
     runtime::HostAlias(d).copy_(t);
