@@ -291,10 +291,9 @@ std::optional<LogicalResult> Lowerer::LowerIntegerOp(mlir::Operation& op, llvm::
     if (result.isInteger(1)) return refuse(&op) << "i1 arithmetic has no trn lowering";
     return set(Binary(bin->op, bin->swapped, in[0], in[1], t, element));
   }
-  if (mlir::isa<mlir::math::AbsIOp>(op)) {  // |x| = max(x, -x), in i32 tiles
+  if (mlir::isa<mlir::math::AbsIOp>(op)) {  // in i32 tiles
     if (in[0].kind() == Kind::kConst) return set(Val::Const(std::abs(*in[0].constant)));
-    return set(Binary("maximum", "maximum", in[0], Binary("multiply", "multiply", in[0], Val::Const(-1.0), t, element), t,
-                      element));
+    return set(Abs(in[0], t, element));
   }
   if (auto cmp = mlir::dyn_cast<mlir::arith::CmpIOp>(op)) {
     using P = mlir::arith::CmpIPredicate;

@@ -603,8 +603,8 @@ Lowerer::Val Lowerer::Binary(const std::string& op, const std::string& swapped, 
   return Wrap(TensorOp(Materialize(l, t, kind), r.tile, op, t, kind, element), kind);
 }
 
-Lowerer::Val Lowerer::Abs(const Val& x, const TileSpace& t) {
-  return Binary("maximum", "maximum", x, Binary("multiply", "multiply", x, Val::Const(-1.0), t), t);
+Lowerer::Val Lowerer::Abs(const Val& x, const TileSpace& t, mlir::Type element) {
+  return Binary("maximum", "maximum", x, Binary("multiply", "multiply", x, Val::Const(-1.0), t, element), t, element);
 }
 
 // A comparison, exact for NaN: ordered predicates are false and unordered ones true when an

@@ -209,8 +209,8 @@ class Lowerer {
   static double Fold(const std::string& op, double a, double b);
   Val Binary(const std::string& op, const std::string& swapped, const Val& l, const Val& r, const TileSpace& t,
              mlir::Type element = {});
-  // |x| = max(x, -x) (no instruction of its own).
-  Val Abs(const Val& x, const TileSpace& t);
+  // |x| = max(x, -x) (no instruction of its own), in tiles of `element` (default: Binary's).
+  Val Abs(const Val& x, const TileSpace& t, mlir::Type element = {});
   Val Compare(mlir::arith::CmpFPredicate p, const Val& a, const Val& b, const TileSpace& t);
   Val Select(const Val& c, const Val& a, const Val& b, const TileSpace& t, mlir::Type element);
   std::optional<Val> Get(Value v, const TileSpace& t, llvm::DenseMap<Value, Val>& vals);
