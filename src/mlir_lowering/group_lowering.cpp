@@ -465,7 +465,7 @@ absl::Status GroupLowering::Extern(const std::function<View(int64_t arg, const V
   const runtime::OpRecord& r = current();
   const c10::FunctionSchema& schema = r.op.schema();
   // In place only the scatter-adds and index puts into self (the runtime starts the result from
-  // self's value: compiled_run.cpp; the trn pipeline copies it: trn/LowerGather.cpp, LowerIndex.cpp).
+  // self's value: compiled_run.cpp; the trn pipeline copies it: trn/LowerGather.cpp, LowerAdvancedIndex.cpp).
   const bool into_self = schema.name() == "aten::index_add_" || schema.name() == "aten::scatter_add_" ||
                          schema.name() == "aten::_index_put_impl_" || schema.name() == "aten::index_put_";
   for (size_t j = 0; j < r.args.size(); ++j) {

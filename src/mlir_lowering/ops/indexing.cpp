@@ -5,13 +5,18 @@
 // Advanced indexing (`index.Tensor`: x[idx], x[:, idx], x[i, j]; `index_put` /
 // `_index_put_impl_`: x[idx] = v, and with accumulate=True index's backward) passes its index
 // list (`Tensor?[]`) to the runtime call, each index tensor an input, None entries kept as
-// positions (GroupLowering::Extern; the trn pipeline lowers them itself: trn/LowerIndex.cpp).
+// positions (GroupLowering::Extern; the trn pipeline lowers them itself: trn/LowerAdvancedIndex.cpp).
 #include "mlir_lowering/ops/op_helpers.h"
 
 namespace trn::mlir_lowering {
 namespace {
 
 absl::Status ViaRuntime(GroupLowering& g, const runtime::OpRecord&) { return g.Extern(); }
+
+// `v` copied into a fresh row-major value of `shape` (broadcast along its size-1 dims).
+View Copy(GroupLowering& g, const View& v, const std::vector<int64_t>& shape) {
+  return g.Pointwise({Operand::Of(v)}, shape, v.dtype, [](ScalarBuilder&, const std::vector<Scalar>& x) { return x[0]; });
+}
 
 // index / index_put / _index_put_impl_: integer index tensors only. A boolean or uint8 mask
 // selects a data-dependent number of elements (its ops are host fallbacks at record time).
@@ -43,8 +48,7 @@ absl::Status AdvancedIndex(GroupLowering& g, const runtime::OpRecord& r) {
   // each, which ATen's kernel reads as it would the originals). The host passes them as they are.
   if (!broadcast || !g.target().is_trn()) return g.Extern();
   return g.Extern([&](int64_t arg, const View& v) {
-    if (arg != j || v.sizes == shape) return v;
-    return g.Pointwise({Operand::Of(v)}, shape, v.dtype, [](ScalarBuilder&, const std::vector<Scalar>& x) { return x[0]; });
+    return arg != j || v.sizes == shape ? v : Copy(g, v, shape);
   });
 }
 
@@ -60,7 +64,7 @@ absl::Status GatherOnTrn(GroupLowering& g, const runtime::OpRecord& r) {
     const std::string& name = schema.arguments()[arg].name();
     const bool row_major = name == "indices" || name == "index" || name == "grad_output";
     if (!row_major || !r.args[arg].isTensor() || r.args[arg].toTensor().is_contiguous()) return v;
-    return g.Pointwise({Operand::Of(v)}, v.sizes, v.dtype, [](ScalarBuilder&, const std::vector<Scalar>& x) { return x[0]; });
+    return Copy(g, v, v.sizes);
   });
 }
 

@@ -264,7 +264,7 @@ class Emitter {
         nc::FromName<nc::Engine>(nc::kEngineNames, std::string_view(engine_name.data(), engine_name.size()));
     if (!engine.has_value()) return absl::InternalError(absl::StrCat("unknown engine '", engine_name.str(), "'"));
     const int e = static_cast<int>(*engine);
-    if (absl::Status placed = CheckPlacement(in, static_cast<nc::Engine>(e), engine_attr.getValue()); !placed.ok()) {
+    if (absl::Status placed = CheckPlacement(in, *engine, engine_name); !placed.ok()) {
       return placed;
     }
     const int64_t index = static_cast<int64_t>(pending_[e].size());
