@@ -85,11 +85,6 @@ bool DenseF32(const runtime::OpRecord& r, size_t j) {
          r.args[j].toTensor().is_contiguous();
 }
 
-// Advanced indexing (trn/LowerAdvancedIndex.cpp): index(self, indices), index_put(self, indices,
-// values, accumulate), _index_put_impl_(self, indices, values, accumulate, unsafe). The index
-// tensors sit on adjacent dims of a dense self and have one rank (the front broadcasts them to
-// one shape: ops/indexing.cpp); index_put adds (accumulate=True: there is no overwriting
-// indirect DMA) f32 values of the indexed result's shape (any strides, broadcast ones too).
 // Whether dims [lo, hi) of `t` form one run of a single stride (size-1 dims aside), as the trn
 // lowering merges them (trn/LowerAdvancedIndex.cpp: a run it cannot merge is refused there,
 // which would send the whole group to the host).
@@ -103,6 +98,12 @@ bool OneRun(const at::Tensor& t, int64_t lo, int64_t hi) {
   return true;
 }
 
+// Advanced indexing (trn/LowerAdvancedIndex.cpp): index(self, indices), index_put(self, indices,
+// values, accumulate), _index_put_impl_(self, indices, values, accumulate, unsafe). The index
+// tensors sit on adjacent dims of a dense self and have one rank (the front broadcasts them to
+// one shape: ops/indexing.cpp); index_put adds (accumulate=True: there is no overwriting
+// indirect DMA) f32 values of the indexed result's shape whose index dims, and the dims before
+// and after them, each run with one stride (broadcast ones too: OneRun).
 bool TrnAcceptsIndex(const runtime::OpRecord& r, bool put, std::string* why) {
   *why = "advanced indexing other than index tensors of one rank on adjacent dims of a dense tensor (no trn lowering)";
   if (r.args.size() < 2 || !r.args[0].isTensor() || !r.args[1].isOptionalTensorList()) return false;

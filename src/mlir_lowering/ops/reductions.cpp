@@ -387,6 +387,9 @@ absl::Status AllAny(GroupLowering& g, bool all) {
                     });
   return g.WriteResult(0, v);
 }
+absl::Status All(GroupLowering& g, const runtime::OpRecord&) { return AllAny(g, true); }
+absl::Status Any(GroupLowering& g, const runtime::OpRecord&) { return AllAny(g, false); }
+
 // ---- scans ------------------------------------------------------------------------------------
 
 // cumsum(self, dim, dtype=None). On the host a runtime call of ATen's kernel (linalg has no scan;
@@ -420,9 +423,6 @@ absl::Status Cumsum(GroupLowering& g, const runtime::OpRecord&) {
   });
   return g.WriteResult(0, SumOf(g, masked, {rank}, /*keepdim=*/false, acc));
 }
-
-absl::Status All(GroupLowering& g, const runtime::OpRecord&) { return AllAny(g, true); }
-absl::Status Any(GroupLowering& g, const runtime::OpRecord&) { return AllAny(g, false); }
 
 }  // namespace
 
