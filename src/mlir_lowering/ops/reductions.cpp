@@ -159,8 +159,7 @@ std::vector<View> ValueAndIndex(GroupLowering& g, const View& in, const std::vec
   // The index starts past the last one (so the first element is taken on a tie), at the count
   // of reduced elements rather than INT64_MAX: trn targets carry int64 as int32, where
   // INT64_MAX wraps to -1 (an all -inf slice then kept index -1).
-  int64_t count = 1;
-  for (int64_t d : dims) count *= in.sizes[d];
+  const int64_t past_last = std::max<int64_t>(NumelOf(in.sizes, dims), 1);
   auto linear_index = [&](ScalarBuilder& b) {
     Scalar i = b.Constant(0, c10::kLong);
     for (size_t k = 0; k < dims.size(); ++k) {
@@ -177,14 +176,14 @@ std::vector<View> ValueAndIndex(GroupLowering& g, const View& in, const std::vec
     const View hits = Map(g, {in, m}, in.sizes, c10::kLong, [&](ScalarBuilder& b, const Args& a) {
       Scalar hit = b.Cmp(Cmp::kEq, a[0], a[1]);
       if (IsFloatType(t)) hit = b.Or(hit, b.And(b.IsNan(a[0]), b.IsNan(a[1])));
-      return b.Select(hit, linear_index(b), b.Constant(std::max<int64_t>(count, 1), c10::kLong));
+      return b.Select(hit, linear_index(b), b.Constant(past_last, c10::kLong));
     });
-    const View index = g.Reduce(hits, dims, keepdim, c10::kLong, std::max<int64_t>(count, 1),
+    const View index = g.Reduce(hits, dims, keepdim, c10::kLong, past_last,
                                 [](ScalarBuilder& b, const Scalar& a, const Scalar& x) { return b.Min(a, x); });
     return {keepdim ? m : SqueezeDims(m, dims), index};
   }
   const std::vector<std::pair<c10::ScalarType, c10::Scalar>> accs = {
-      {t, max ? Lowest(t) : Highest(t)}, {c10::kLong, std::max<int64_t>(count, 1)}};
+      {t, max ? Lowest(t) : Highest(t)}, {c10::kLong, past_last}};
   return g.ReduceMulti(in, dims, keepdim, accs, [&](ScalarBuilder& b, const Args& acc, const Scalar& x) {
     const Scalar i = linear_index(b);
     const Scalar& a = acc[0];
