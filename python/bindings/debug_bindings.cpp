@@ -36,6 +36,7 @@ py::dict OpDict(const runtime::ExecutedOp& op) {
 
 py::dict Stats() {
   trace::DeviceState& state = StateOrRaise();
+  state.stream.WaitForFlushed();  // (every flushed op counted: no dependence on the executor's progress)
   base::StatsSnapshot s = state.stats.Snapshot();
   py::dict out;
   out["meta_cache_hits"] = state.meta_cache.hits();
@@ -101,6 +102,7 @@ py::dict Stats() {
   out["instant_programs"] = s.instant_programs;
   out["instant_build_ns"] = s.instant_build_ns;
   out["shape_variants_refused"] = s.shape_variants_refused;
+  out["reads_before_last_flush"] = s.reads_before_last_flush;
   out["compile_cache_entries"] = state.stream.compiler().cache().size();
   py::dict unlowered, failures;
   for (const auto& [op, count] : s.unlowered_ops) {

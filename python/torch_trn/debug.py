@@ -13,7 +13,12 @@ from ._native import native as _native
 
 
 def stats() -> dict:
-    """Counters: ops recorded / executed, views, host fallbacks by op and reason, syncs."""
+    """Counters: ops recorded / executed, views, host fallbacks by op and reason, syncs.
+
+    Waits for the executor to run what has been flushed (not a sync point: nothing recorded since
+    is run, and errors stay for the next sync), so that the counts read after `loss.item()`,
+    which may return before the step's last units ran, do not depend on timing.
+    """
     return _native().stats()
 
 

@@ -126,10 +126,19 @@ def summarize(trace: Trace) -> dict:
 
     syncs = sorted((e for e in trace.events if e.cat == "sync" and e.args.get("reason") not in _NOT_STEPS),
                    key=lambda e: e.end)
+    # A unit belongs to the step whose sync window holds the flush that submitted it (its "flush"
+    # argument; a host read may return before its step's last units ran); eager mode's units,
+    # which have no flush, to the window their execution ends in.
+    flushed_in = {}
+    for e in trace.events:
+        if e.cat == "record" and e.name.startswith("flush ") and "flush" in e.args:
+            flushed_in[int(e.args["flush"])] = e.end
+    def when(e):
+        return flushed_in.get(int(e.args["flush"]), e.end) if "flush" in e.args else e.end
     steps = []
     start = float("-inf")
     for s in syncs:
-        in_step = [e for e in execs if start < e.end <= s.end]
+        in_step = [e for e in execs if start < when(e) <= s.end]
         start = s.end
         if not in_step:
             continue

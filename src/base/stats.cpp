@@ -115,6 +115,7 @@ StatsSnapshot Stats::Snapshot() const {
   s.instant_programs = instant_programs_.load(std::memory_order_relaxed);
   s.instant_build_ns = instant_build_ns_.load(std::memory_order_relaxed);
   s.shape_variants_refused = shape_variants_refused_.load(std::memory_order_relaxed);
+  s.reads_before_last_flush = reads_before_last_flush_.load(std::memory_order_relaxed);
   for (int i = 0; i < static_cast<int>(HostTime::kCount); ++i) {
     s.host_ns[i] = host_ns_[i].load(std::memory_order_relaxed);
     s.host_ops[i] = host_ops_[i].load(std::memory_order_relaxed);
@@ -161,6 +162,7 @@ void Stats::Reset() {
   instant_programs_ = 0;
   instant_build_ns_ = 0;
   shape_variants_refused_ = 0;
+  reads_before_last_flush_ = 0;
   for (int i = 0; i < static_cast<int>(HostTime::kCount); ++i) {
     host_ns_[i] = 0;
     host_ops_[i] = 0;

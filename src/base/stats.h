@@ -75,6 +75,7 @@ struct StatsSnapshot {
   int64_t instant_programs = 0;
   int64_t instant_build_ns = 0;
   int64_t shape_variants_refused = 0;  // new keys not compiled: NEURON_SHAPE_VARIANTS reached
+  int64_t reads_before_last_flush = 0;  // host reads that waited for earlier flushes only (Stream::SyncRead)
   int64_t compile_cache_hits = 0;
   // Group modules written as IR: only builds that compile emit (the flush plans, never emits).
   int64_t lowerings_emitted = 0;
@@ -144,6 +145,7 @@ class Stats {
   }
   void CountCompileQueueFull() { compile_queue_full_.fetch_add(1, std::memory_order_relaxed); }
   void CountShapeVariantRefused() { shape_variants_refused_.fetch_add(1, std::memory_order_relaxed); }
+  void CountReadBeforeLastFlush() { reads_before_last_flush_.fetch_add(1, std::memory_order_relaxed); }
   void CountCompileCacheHit() { compile_cache_hits_.fetch_add(1, std::memory_order_relaxed); }
   void CountLoweringEmitted() { lowerings_emitted_.fetch_add(1, std::memory_order_relaxed); }
   void CountPlans(int64_t hits, int64_t misses) {
@@ -197,6 +199,7 @@ class Stats {
   std::atomic<int64_t> instant_programs_{0};
   std::atomic<int64_t> instant_build_ns_{0};
   std::atomic<int64_t> shape_variants_refused_{0};
+  std::atomic<int64_t> reads_before_last_flush_{0};
   mutable absl::Mutex mu_;
   std::map<std::pair<std::string, std::string>, int64_t> host_fallbacks_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, std::vector<std::string>> host_fallback_lines_ ABSL_GUARDED_BY(mu_);

@@ -377,6 +377,9 @@ void Executor::RunUnit(ExecUnit& unit, bool poisoned) {
       event.sargs.push_back({"key", unit.key});
     }
     event.nargs = {{"ops", static_cast<double>(n)}};
+    if (unit.batch > 0) {
+      event.nargs.push_back({"flush", static_cast<double>(unit.batch)});  // (the flush event's number)
+    }
     if (compiled) {
       event.nargs.push_back({"tier", unit.compiled->code->info().tier});
     }
@@ -446,6 +449,33 @@ void Executor::WaitFinishedThrough(uint64_t batch) {
     // (The callers hold no GIL here: Flush runs under ScopedBlockingWait, Sync after Wait.)
     mu_.Await(absl::Condition(&finished));
   }
+}
+
+absl::Status Executor::WaitThrough(uint64_t batch) {
+  auto done = [this, batch]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return FinishedThrough(batch) || !first_error_.ok();
+  };
+  bool error = false;
+  {
+    WaitingScope counted(*this);
+    bool ready = false;
+    {
+      absl::MutexLock lock(&mu_);
+      ready = done();
+    }
+    if (!ready) {  // (the GIL goes before mu_ is taken, as in Wait)
+      base::ScopedBlockingWait wait;
+      absl::MutexLock lock(&mu_);
+      mu_.Await(absl::Condition(&done));
+    }
+    absl::MutexLock lock(&mu_);
+    error = !first_error_.ok();
+  }
+  if (error) {
+    return Wait();
+  }
+  ReraiseWarnings();
+  return absl::OkStatus();
 }
 
 std::deque<ExecUnit> Executor::TakeRetired(uint64_t batch) {

@@ -143,6 +143,11 @@ class Executor {
   // Waits until every unit of batch <= `batch` finished (what TakeRetired waits for first), so a
   // caller can time the wait apart from the release.
   void WaitFinishedThrough(uint64_t batch);
+  // A host read of data that only units of batch <= `batch` touch: waits for those units, not
+  // for the later ones. When an error is pending by then (in those units or in any that ran
+  // meanwhile), it is Wait() instead: the error is reported now, as at a full sync. Otherwise
+  // later units go on running and a failure among them is reported by the next Wait.
+  absl::Status WaitThrough(uint64_t batch);
   // options.bench_groups: each compiled group's time compiled and op by op (group_bench.h).
   std::vector<GroupBenchRow> GroupBenchRows() const { return group_bench_.Rows(); }
 

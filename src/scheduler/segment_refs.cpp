@@ -95,4 +95,17 @@ void RefLedger::Release(uint64_t batch, const std::function<void()>& drop) {
   }
 }
 
+uint64_t RefLedger::LastReferencing(const c10::StorageImpl* storage) {
+  absl::MutexLock lock(&mu_);
+  if (!held_.contains(storage)) {
+    return 0;
+  }
+  for (auto flush = flushes_.rbegin(); flush != flushes_.rend(); ++flush) {
+    for (const auto& [held, n] : flush->second) {
+      if (held == storage) return flush->first;
+    }
+  }
+  return 0;
+}
+
 }  // namespace trn::scheduler

@@ -79,6 +79,9 @@ class RefLedger {
   // those flushes' references, under one lock: a concurrent Hold sees use counts and holdings
   // that agree.
   void Release(uint64_t batch, const std::function<void()>& drop);
+  // The last flush held that references `storage` (reads or writes it), 0 when none does: the
+  // units of that flush and the earlier ones are all that can touch it before the next flush.
+  uint64_t LastReferencing(const c10::StorageImpl* storage);
 
  private:
   absl::Mutex mu_;

@@ -1,8 +1,10 @@
 #include "scheduler/stream.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <fstream>
 #include <functional>
+#include <limits>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
@@ -156,16 +158,35 @@ bool Stream::Append(runtime::OpRecord record) {
   return flush_policy_.Ends(static_cast<int64_t>(pending_.size()), pending_.back().cut_fp);
 }
 
-absl::Status Stream::Sync(const std::string& reason) {
+absl::Status Stream::Sync(const std::string& reason) { return SyncThrough(reason, nullptr); }
+
+absl::Status Stream::SyncRead(const std::string& reason, absl::Span<const c10::StorageImpl* const> storages) {
+  return SyncThrough(reason, Groups() ? &storages : nullptr);
+}
+
+absl::Status Stream::SyncThrough(const std::string& reason, const absl::Span<const c10::StorageImpl* const>* read) {
   stats_->CountSync(reason);
   const double begin = base::profiler::NowUs();
   runtime::Executor::WaitingScope waiting(executor_);  // from the flush on: nothing is recorded until it returns
   const uint64_t flushed = Groups() ? Flush() : 0;
+  uint64_t through = flushed;  // the flushes to wait for
+  if (read != nullptr) {
+    through = 0;
+    for (const c10::StorageImpl* storage : *read) {
+      through = std::max(through, ledger_.LastReferencing(storage));
+    }
+  }
   const int64_t wait_begin = base::MonotonicNs();
-  absl::Status status = executor_.Wait();
+  absl::Status status;
+  if (through < flushed) {
+    status = executor_.WaitThrough(through);
+    stats_->CountReadBeforeLastFlush();
+  } else {
+    status = executor_.Wait();
+  }
   stats_->AddTime(base::HostTime::kSyncWait, base::MonotonicNs() - wait_begin, 1);
   if (mode_ != base::Mode::kEager) {  // the executor retires units in these modes
-    ReleaseThrough(flushed);  // everything ran: drop the finished units' tensors
+    ReleaseThrough(through);  // they ran: drop the finished units' tensors
   }
   if (builders_ != nullptr || pool_ != nullptr) {
     // Builds the flush (compile mode) or a compile worker (adaptive mode) could not evict while
@@ -180,14 +201,29 @@ absl::Status Stream::Sync(const std::string& reason) {
     e.begin_us = begin;
     e.end_us = base::profiler::NowUs();
     e.sargs = {{"reason", reason}};
+    if (through < flushed) {
+      e.sargs.emplace_back("waited_through_flush", absl::StrCat(through, " of ", flushed));
+    }
     base::profiler::Add(std::move(e));
   }
   return status;
 }
 
+void Stream::WaitForFlushed() {
+  if (!Groups()) return;
+  base::ScopedBlockingWait no_gil;  // (before flush_mu_, as Flush)
+  uint64_t flushed = 0;
+  {
+    absl::MutexLock flush(&flush_mu_);
+    flushed = batches_;
+  }
+  executor_.WaitFinishedThrough(flushed);
+}
+
 void Stream::WaitForCompiles() {
   if (pool_ != nullptr) {
     base::ScopedBlockingWait no_gil;
+    executor_.WaitFinishedThrough(std::numeric_limits<uint64_t>::max());
     pool_->WaitIdle();
   }
 }
@@ -397,7 +433,7 @@ uint64_t Stream::Flush() {
     e.name = absl::StrCat("flush ", n, " ops");
     e.begin_us = begin;
     e.end_us = base::profiler::NowUs();
-    e.nargs = {{"ops", static_cast<double>(n)}};
+    e.nargs = {{"ops", static_cast<double>(n)}, {"flush", static_cast<double>(batch)}};
     base::profiler::Add(std::move(e));
   }
   if (builders_ != nullptr) {

@@ -35,6 +35,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/types/span.h"
 #include "runtime/executor.h"
 #include "base/knobs.h"
 #include "base/stats.h"
@@ -64,6 +65,13 @@ class Stream {
   // Runs everything recorded so far; returns the first error since the last sync. `reason`
   // names the sync point in stats ("item", "to_host", "user", ...).
   absl::Status Sync(const std::string& reason);
+  // A sync point that reads `storages` on the host (item(), a copy to the host): flushes as Sync,
+  // then waits only for the flushes whose records reference one of them (compile and adaptive
+  // modes; a full Sync otherwise). The rest of the stream, typically the optimizer step recorded
+  // after the loss, goes on running while the program records the next step. Errors are
+  // reported as by Sync when they happened by then; a later unit's failure at the next sync
+  // point (what poisoned data the program reads raises at once: poison.h).
+  absl::Status SyncRead(const std::string& reason, absl::Span<const c10::StorageImpl* const> storages);
   base::Mode mode() const { return mode_; }
   runtime::Executor& executor() { return executor_; }
   GroupCompiler& compiler() { return compiler_; }
@@ -74,13 +82,22 @@ class Stream {
   // Collectives call it after recording (trace/collective.h). Returns the number of the last
   // flush (this one, or the one before when nothing was pending).
   uint64_t Flush();
-  // adaptive mode: blocks until no background compile is queued or running (no-op otherwise).
+  // Waits until the executor has run every unit flushed so far (compile and adaptive mode; eager
+  // mode's units are not waited for). Not a sync point: nothing is flushed and errors stay
+  // pending. stats() and last_ops() call it, so that what they report after a host read (which
+  // may return before the last flushes ran: SyncRead) does not depend on the executor's progress.
+  void WaitForFlushed();
+  // adaptive mode: blocks until the executor has planned (and run) every flushed segment, so their
+  // new groups are queued, and then until no background compile is queued or running (no-op
+  // otherwise). A host read may return before the last flushes are planned (SyncRead).
   void WaitForCompiles();
   // Stops the background compilers (queued compiles are dropped). At exit.
   void ShutdownCompiles();
 
  private:
   bool Groups() const { return mode_ != base::Mode::kEager && !launch_blocking_; }
+  // Sync, and SyncRead of `*read` when set: waits for the flushes that reference it only.
+  absl::Status SyncThrough(const std::string& reason, const absl::Span<const c10::StorageImpl* const>* read);
   // Numbers `record` and submits it (eager) or appends it to the pending segment; returns
   // whether the segment should be flushed now (flush_policy_).
   bool Append(runtime::OpRecord record) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

@@ -248,8 +248,8 @@ at::Tensor CopyFrom(const at::Tensor& self, const at::Tensor& dst, bool non_bloc
   const bool src_dev = runtime::IsDeviceTensor(self);
   const bool dst_dev = runtime::IsDeviceTensor(dst);
   DeviceState& state = State();
-  if (src_dev && !dst_dev) {  // device -> host: a sync point
-    SyncOrThrow("to_host");
+  if (src_dev && !dst_dev) {  // device -> host: a sync point that waits for what `self` depends on
+    SyncReadOrThrow("to_host", {c10::IValue(self)});
     ThrowIfPoisoned(self);
     runtime::ScopedSerialKernels serial;  // (no OpenMP worker left spinning: threads.h)
     dst.copy_(runtime::HostAlias(self), non_blocking);

@@ -10,6 +10,8 @@
 #include <atomic>
 #include <string>
 
+#include "absl/container/inlined_vector.h"
+
 #include "runtime/host_view.h"
 #include "base/op_error.h"
 #include "runtime/poison.h"
@@ -137,6 +139,17 @@ void AppendRecord(DeviceState& state, runtime::OpRecord record, double record_be
 void SyncOrThrow(const char* reason) {
   CaptureRefuse("a sync point (a host read, a host fallback or a copy to the host)");
   ThrowIfError(State().stream.Sync(reason));
+}
+
+void SyncReadOrThrow(const char* reason, absl::Span<const c10::IValue> args) {
+  CaptureRefuse("a sync point (a host read, a host fallback or a copy to the host)");
+  absl::InlinedVector<const c10::StorageImpl*, 2> storages;
+  for (const c10::IValue& a : args) {
+    runtime::ForEachTensor(a, [&storages](const at::Tensor& t) {
+      if (runtime::IsDeviceTensor(t) && t.has_storage()) storages.push_back(t.storage().unsafeGetStorageImpl());
+    });
+  }
+  ThrowIfError(State().stream.SyncRead(reason, storages));
 }
 
 void ThrowIfPoisoned(const at::Tensor& t) {

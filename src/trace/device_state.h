@@ -6,6 +6,7 @@
 #pragma once
 
 #include "absl/status/status.h"
+#include "absl/types/span.h"
 #include "base/knobs.h"
 #include "base/source_table.h"
 #include "base/stats.h"
@@ -69,6 +70,9 @@ void ThrowIfError(const absl::Status& status);
 
 // Syncs the stream and throws the first stored error.
 void SyncOrThrow(const char* reason);
+// A sync point that reads the device tensors among `args` on the host (Stream::SyncRead: waits
+// for what they depend on, not for the whole stream); throws the first stored error.
+void SyncReadOrThrow(const char* reason, absl::Span<const c10::IValue> args);
 
 // Host reads of device tensors (after their sync): throws, as the failure's exception class,
 // when an op that failed or was skipped wrote `t`'s storage (runtime/poison.h).

@@ -99,7 +99,11 @@ at::Tensor DeviceTensorFor(const at::Tensor& host, const at::Tensor* base) {
 // Runs the op on the host now (after draining the stream) and converts results to device values.
 void RunNow(const c10::OperatorHandle& op, std::vector<c10::IValue>& args, torch::jit::Stack* stack) {
   const c10::FunctionSchema& schema = op.schema();
-  SyncOrThrow(IsHostRead(schema.name()) ? "host_read" : "host_fallback");
+  if (IsHostRead(schema.name())) {
+    SyncReadOrThrow("host_read", args);  // (waits for what the read depends on)
+  } else {
+    SyncOrThrow("host_fallback");
+  }
   for (const c10::IValue& a : args) {  // reads the device tensors on the host
     ForEachTensor(a, [](const at::Tensor& t) {
       if (IsDeviceTensor(t)) ThrowIfPoisoned(t);

@@ -167,3 +167,43 @@ TEST_CASE("a finished op's tensors are released by Wait, or by the executor once
   for (auto& w : many) CHECK(w.expired());
   CHECK(dst[0].item<double>() == 2.0 + 4 * Executor::kReleaseBatch);
 }
+
+namespace {
+trn::runtime::ExecUnit UnitOf(OpRecord op, uint64_t batch) {
+  trn::runtime::ExecUnit unit;
+  unit.ops.push_back(std::move(op));
+  unit.batch = batch;
+  return unit;
+}
+}  // namespace
+
+TEST_CASE("WaitThrough waits for the units of earlier batches and loses no error", "[executor]") {
+  Stats stats;
+  Executor ex(ExecutorOptions{}, &stats);
+  at::Tensor read = at::zeros({3});
+  at::Tensor other = at::zeros({3});
+  SECTION("an error in a later batch is reported by WaitThrough or by the next Wait, once") {
+    for (int i = 0; i < 50; ++i) ex.Submit(UnitOf(AddInPlace(read, at::ones({3})), 1));
+    ex.Submit(UnitOf(AddInPlace(other, at::ones({4})), 2));  // fails when it runs
+    const absl::Status through = ex.WaitThrough(1);
+    if (through.ok()) {
+      CHECK(read[0].item<double>() == 50.0);  // batch 1 ran
+    }
+    const absl::Status rest = ex.Wait();
+    CHECK(through.ok() != rest.ok());  // exactly one of them reports it
+    CHECK(read[0].item<double>() == 50.0);
+    CHECK(ex.Wait().ok());
+  }
+  SECTION("an error in the batch waited for is reported by WaitThrough") {
+    ex.Submit(UnitOf(AddInPlace(read, at::ones({4})), 1));
+    ex.Submit(UnitOf(AddInPlace(other, at::ones({3})), 2));
+    CHECK_FALSE(ex.WaitThrough(1).ok());
+    CHECK(ex.Wait().ok());
+  }
+  SECTION("nothing to wait for returns at once") {
+    CHECK(ex.WaitThrough(0).ok());
+    ex.Submit(UnitOf(AddInPlace(read, at::ones({3})), 3));
+    CHECK(ex.WaitThrough(3).ok());
+    CHECK(read[0].item<double>() == 1.0);
+  }
+}
