@@ -61,7 +61,8 @@ bool LoweringRegistry::TrnLowers(absl::string_view name) const {
            name == "aten::embedding" || name == "aten::index_select" || name == "aten::embedding_dense_backward" ||
            name == "aten::index_add" || name == "aten::scatter_add" || name == "aten::convolution" ||
            name == "aten::convolution_backward" || name == "aten::max_pool2d_with_indices" ||
-           name == "aten::max_pool2d_with_indices_backward" || name == "aten::avg_pool2d" ||
+           name == "aten::max_pool2d_with_indices_backward" || name == "aten::max_pool3d_with_indices" ||
+           name == "aten::max_pool3d_with_indices_backward" || name == "aten::avg_pool2d" ||
            name == "aten::avg_pool2d_backward" || name == "aten::adaptive_avg_pool2d" ||
            name == "aten::_adaptive_avg_pool2d" || name == "aten::_adaptive_avg_pool2d_backward" ||
            name == "aten::index" || name == "aten::index_put" || name == "aten::_index_put_impl" ||
@@ -196,22 +197,23 @@ bool LoweringRegistry::TrnAcceptsCall(const runtime::OpRecord& r, std::string* w
       return false;
     }
   }
-  // Convolutions (trn/LowerConv.cpp): 1-D and 2-D, regular and transposed.
+  // Convolutions (trn/LowerConv.cpp): 1-D, 2-D and 3-D, regular and transposed.
   //   convolution(input, weight, bias, stride, padding, dilation, transposed, output_padding, groups)
   //   convolution_backward(grad_output, input, weight, bias_sizes, stride, padding, dilation, transposed, ...)
   if (name == "aten::convolution" || name == "aten::convolution_backward") {
     const bool backward = name == "aten::convolution_backward";
     const int64_t rank = Rank(r, backward ? 1 : 0);
-    if (rank != 3 && rank != 4) {
-      *why = "convolution shape (no trn lowering for 3-D convolutions)";
+    if (rank < 3 || rank > 5) {
+      *why = "convolution shape (no trn lowering)";
       return false;
     }
   }
   // 2-D pooling (trn/LowerPool.cpp) of (N, C, H, W) or (C, H, W); adaptive average pooling when
-  // the output divides the input.
-  if (name.find("pool2d") != std::string::npos) {
+  // the output divides the input. 3-D max pooling of (N, C, D, H, W) or (C, D, H, W).
+  const bool pool3d = name.find("max_pool3d") != std::string::npos;
+  if (name.find("pool2d") != std::string::npos || pool3d) {
     const bool backward = name.find("backward") != std::string::npos;
-    const int64_t rank = Rank(r, backward ? 1 : 0);
+    const int64_t rank = Rank(r, backward ? 1 : 0) - (pool3d ? 1 : 0);
     if (rank != 3 && rank != 4) {
       *why = "pooling shape (no trn lowering)";
       return false;

@@ -64,6 +64,14 @@ TOLERANCES = {
         "CPU eager runs the fused CPU flash-attention kernel; on the device the CompositeImplicit "
         "SDPA takes the math path (mul/bmm/_softmax/where), a different summation order: "
         "observed |diff| <= 1.5e-5 on values O(10)"),
+    # On a trn target 3-D convolutions run on the modeled TensorE: each output is a sum of
+    # kd * kh * kw * channels products accumulated in PSUM in tap order, ATen's CPU kernel sums
+    # them in another order. Both are within 2.1e-4 of float64 on these samples (values up to
+    # 890); where large terms cancel, the two differ by more than atol 1e-5.
+    "nn.functional.conv3d": (
+        3e-4, RTOL, "trn: PSUM accumulation in tap order vs ATen's order: observed |diff| <= 4.2e-5 on values O(400)"),
+    "nn.functional.conv_transpose3d": (
+        3e-4, RTOL, "trn: PSUM accumulation in tap order vs ATen's order: observed |diff| <= 1.6e-4 on values O(900)"),
 }
 
 

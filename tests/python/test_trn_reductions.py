@@ -6,6 +6,9 @@
   ("reduction body is not `combine(f(inputs), acc)`"), which sent the whole group to the host.
 - cumsum: on the host a runtime call of ATen's kernel inside the compiled group; on trn a masked
   sum over one more dim (VectorE has no scan). Before, it had no lowering anywhere.
+- full reductions of 5-D tensors (a 3-D convolution's loss): a tile has at most 4 free axes (the
+  DMA window), so past them the outer axes advance one index per tile; before, the emitter
+  failed the group ("HBM access without a window") and it ran op by op.
 """
 import os
 import sys
@@ -121,3 +124,25 @@ def test_small_products_on_trn2():
     assert "aten::prod" in ran_on_core(dev), sorted(ran_on_core(dev))
     assert not dev["host_group_reasons"] and dev["trn_internal_failures"] == 0, dev
     assert len(out["unlowered"]) == 1 and list(out["unlowered"].values()) == [1], out["unlowered"]   # the one of 60
+
+
+def test_full_reductions_of_five_dim_tensors_on_trn2():
+    out = last_json(run_python("""
+        import json, torch, torch_trn
+        g = torch.Generator().manual_seed(0)
+        x = torch.randn(2, 5, 4, 6, 5, generator=g)
+        def f(dev):
+            X = x.to(dev)
+            r = {"sum": (X * 2).sum(), "amax": (X + 1).amax(), "mean_0234": (X * 1).mean((0, 2, 3, 4))}
+            return {k: t.cpu() for k, t in r.items()}
+        ref = f("cpu")
+        torch_trn.reset_stats()
+        got = f("neuron")
+        print(json.dumps({"diff": {k: float((got[k] - ref[k]).abs().max() / ref[k].abs().max()) for k in ref},
+                          "dev": torch_trn.stats()["device"]}))
+    """, env=TRN))
+    for k, d in out["diff"].items():
+        assert d < 1e-6, f"{k}: relative difference {d} from CPU"
+    dev = out["dev"]
+    assert {"aten::sum", "aten::amax", "aten::mean"} <= ran_on_core(dev), sorted(ran_on_core(dev))
+    assert dev["ops_on_host"] == 0 and dev["trn_internal_failures"] == 0, dev

@@ -2,7 +2,8 @@
 // backward are loop nests of their own. ATen's CPU kernels, on the bench cnn's tensors and the
 // executor's one thread: max pooling of [64, 8, 8, 8] 146 us (relu of it: 3 us; the loop nest:
 // 18 us); avg pooling of [64, 16, 4, 4] 33 us forward, 45 us backward. The rest are runtime
-// calls of ATen's kernels (GroupLowering::Extern): the other pooling ops; max pooling's
+// calls of ATen's kernels (GroupLowering::Extern): the other pooling ops (3-D max pooling and
+// its backward among them: trn/LowerPool.cpp lowers those on a trn target); max pooling's
 // backward (ATen scatters into zeros in 11 us there, a gather loop nest took 19 us); these three
 // on a trn target (whose pipeline lowers the calls: trn/LowerPool.cpp) or with windows of more
 // than 64 positions.
@@ -307,8 +308,8 @@ void PopulatePooling(LoweringRegistry& r) {
   r.Register("aten::avg_pool2d_backward", "pooling", AvgPool2dBackward, /*runtime_call=*/true);
   for (const char* name : {"aten::max_pool2d_with_indices_backward", "aten::adaptive_avg_pool2d",
                            "aten::_adaptive_avg_pool2d", "aten::_adaptive_avg_pool2d_backward",
-                           "aten::max_pool3d_with_indices", "aten::avg_pool3d", "aten::upsample_nearest2d",
-                           "aten::upsample_bilinear2d"}) {
+                           "aten::max_pool3d_with_indices", "aten::max_pool3d_with_indices_backward", "aten::avg_pool3d",
+                           "aten::upsample_nearest2d", "aten::upsample_bilinear2d"}) {
     r.Register(name, "pooling", ViaRuntime, /*runtime_call=*/true);
   }
 }

@@ -32,6 +32,8 @@ namespace lower_linalg_detail {
 
 // Free elements per partition of one elementwise tile (fp32: 8 KiB of the 192-256 KiB).
 constexpr int64_t kMaxFreeElements = 2048;
+// Free axes of a tile (the DMA window: partition + 1..4 free).
+constexpr int kMaxFreeAxes = 4;
 
 // ---- HBM windows ----
 
@@ -347,6 +349,12 @@ std::vector<TileSpace> Lowerer::Tiles(llvm::ArrayRef<int64_t> ranges, llvm::Arra
       chunk[i] = std::max<int64_t>(1, kMaxFreeElements / inner);
     }
     inner *= chunk[i];
+  }
+  // A DMA window has at most 4 free axes: past them (a full reduction of a 5-D tensor), the
+  // outer ones advance one index per tile too.
+  for (int i = 0, many = static_cast<int>(llvm::count_if(chunk, [](int64_t c) { return c > 1; }));
+       many > kMaxFreeAxes && i < static_cast<int>(chunk.size()); ++i) {
+    if (chunk[i] > 1) chunk[i] = 1, --many;
   }
   // Enumerate: partition chunks x free-axis chunks.
   const int64_t p_total = pdim < 0 ? 1 : (split_q > 1 ? p_count : ranges[pdim]);

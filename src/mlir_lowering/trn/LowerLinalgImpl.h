@@ -101,16 +101,18 @@ struct Window {
   llvm::SmallVector<int64_t, 4> sizes, strides;  // free dims, outermost first (1..4)
 };
 
-// One tap of a shifted-product sum: its weight tile's offset and its shift in the source.
+// One tap of a shifted-product sum: its weight tile's offset, its shift in the source's rows and
+// columns, and an offset added to the source's (3-D: the depth slice the tap reads).
 struct ConvTap {
   int64_t w_offset = 0;
   int64_t ah = 0, aw = 0;
+  int64_t x_shift = 0;
 };
 
 // A sum of shifted products (LowerConv.cpp): for every channel m < channels and position (r, c)
 // of a rows x cols grid,
 //   y[m, r, c] = bias[m] + sum over taps, k < in_channels of w[k, m] * x[k, ah + sh r, aw + sw c]
-// where x is zero outside [0, x_rows) x [0, x_cols) and w[k, m] is at w_offset + k w_k_stride +
+// (x read from x_offset + the tap's x_shift) where x is zero outside [0, x_rows) x [0, x_cols) and w[k, m] is at w_offset + k w_k_stride +
 // m w_m_stride. On TensorE (k in partition tiles, PSUM accumulating), or when `depthwise` (k is m,
 // one weight per channel and tap) on VectorE.
 struct ConvSum {
@@ -135,16 +137,18 @@ struct Block {
   int64_t r0, rb, c0, cb;
 };
 std::vector<Block> Blocks(int64_t rows, int64_t cols, int64_t limit);
-// A 1-D or 2-D activation / weight memref as sizes and strides of (n, c, h, w); 1-D gets h = 1.
+// A 1-D, 2-D or 3-D activation / weight memref as sizes and strides of (n, c, h, w); 1-D gets
+// h = 1; 3-D (n, c, d, h, w) keeps its depth axis apart (1 and stride 0 otherwise).
 struct Nchw {
   int64_t size[4] = {1, 1, 1, 1};
   int64_t stride[4] = {0, 0, 0, 0};
   Value buffer;        // the HBM buffer (Hbm::memref)
   int64_t offset = 0;  // the view's first element in it (Hbm::offset)
+  int64_t depth = 1, depth_stride = 0;
 };
 // `perm` (trn.extern_perms): the call sees the buffer with its dimensions reordered, logical
 // dimension d being buffer dimension perm[d] (a channels-last view, say); empty: as it is.
-Nchw Shape4(Value memref, const Hbm& h, llvm::ArrayRef<int64_t> perm);
+Nchw ShapeNchw(Value memref, const Hbm& h, llvm::ArrayRef<int64_t> perm);
 // The permutation an extern call applies to its operand `v` (empty: none).
 llvm::SmallVector<int64_t> ExternPerm(mlir::Operation* call, Value v);
 

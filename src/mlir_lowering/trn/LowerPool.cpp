@@ -1,5 +1,6 @@
-// trn-lower-linalg: 2-D pooling, which the group lowering leaves as ATen runtime calls
-// (trn.extern_op; sizes in trn.extern_lists, flags in trn.extern_ints, host_passes.h). On VectorE,
+// trn-lower-linalg: 2-D pooling and 3-D max pooling, which the group lowering leaves as ATen
+// runtime calls (trn.extern_op; sizes in trn.extern_lists, flags in trn.extern_ints,
+// host_passes.h). On VectorE,
 // channels on partitions, one block per output row (up to 2048 columns), one tile per kernel tap:
 // the input window shifted by the tap and strided by the stride (LowerConv.cpp's ShiftedTile),
 // padding filled by a memset before the DMA.
@@ -9,6 +10,10 @@
 //  - max_pool2d_with_indices_backward: per output phase of the input (ih mod stride) and tap, the
 //    grad_output of the window is taken where its index equals this input position
 //    (is_equal + copy_predicated) and added: the scatter by index as compare/select.
+//  - max_pool3d_with_indices and its backward: the same with one more tap loop, over the
+//    kernel's depth: per output depth slice the window's input slices (the first one inside the
+//    input starts the window), indices d * H * W + h * W + w; backward per input depth slice,
+//    the depth taps that reach it from a grad_output slice.
 //  - avg_pool2d: the taps' sum divided by ATen's divisor (count_include_pad, divisor_override),
 //    constant over the columns between the edges, so each such segment is one block.
 //  - avg_pool2d_backward: grad_output divided by the divisor (into HBM scratch), then spread:
@@ -36,29 +41,33 @@ using ::trn::mlir_lowering::kExternOpAttr;
 
 constexpr int64_t kVectorFree = 2048;
 
-// A (N, C, H, W) or unbatched (C, H, W) tensor.
-Nchw Planes(Value v, mlir::Operation* call, std::string* why, bool* ok) {
+// A (N, C, H, W) or unbatched (C, H, W) tensor; with `spatial` 3, (N, C, D, H, W) or (C, D, H, W).
+Nchw Planes(Value v, mlir::Operation* call, int spatial, std::string* why, bool* ok) {
   auto h = HbmOf(v, why);
   if (!h) {
     *ok = false;
     return {};
   }
   const int64_t rank = v.getType().cast<mlir::MemRefType>().getRank();
-  Nchw r = Shape4(v, *h, ExternPerm(call, v));  // rank 4: n, c, h, w
-  if (rank == 3) {  // c, h, w -> as (1, c, h, w): Shape4 put them at n, c, w
-    llvm::SmallVector<int64_t> perm = ExternPerm(call, v);
-    auto shape = v.getType().cast<mlir::MemRefType>().getShape();
-    Nchw u;
-    u.buffer = h->memref;
-    u.offset = h->offset;
-    for (int i = 0; i < 3; ++i) {
-      const int64_t d = perm.empty() ? i : perm[i];
-      u.size[i + 1] = shape[d];
-      u.stride[i + 1] = h->strides[d];
+  llvm::SmallVector<int64_t> perm = ExternPerm(call, v);
+  if (rank == spatial + 2) return ShapeNchw(v, *h, perm);
+  // Unbatched: c, [d,] h, w as (1, c, [d,] h, w).
+  auto shape = v.getType().cast<mlir::MemRefType>().getShape();
+  Nchw u;
+  u.buffer = h->memref;
+  u.offset = h->offset;
+  for (int i = 0; i < rank; ++i) {
+    const int64_t d = perm.empty() ? i : perm[i];
+    if (spatial == 3 && i == 1) {
+      u.depth = shape[d];
+      u.depth_stride = h->strides[d];
+      continue;
     }
-    return u;
+    const int slot = spatial == 3 && i > 1 ? i : i + 1;
+    u.size[slot] = shape[d];
+    u.stride[slot] = h->strides[d];
   }
-  return r;
+  return u;
 }
 
 // Column segments of an output row with one divisor each (avg pooling); max pooling: one.
@@ -94,6 +103,7 @@ bool Lowerer::IsPool(mlir::linalg::GenericOp g) {
   if (!name) return false;
   llvm::StringRef n = name.getValue();
   return n == "aten::max_pool2d_with_indices" || n == "aten::max_pool2d_with_indices_backward" ||
+         n == "aten::max_pool3d_with_indices" || n == "aten::max_pool3d_with_indices_backward" ||
          n == "aten::avg_pool2d" || n == "aten::avg_pool2d_backward" || n == "aten::adaptive_avg_pool2d" ||
          n == "aten::_adaptive_avg_pool2d" || n == "aten::_adaptive_avg_pool2d_backward";
 }
@@ -104,6 +114,7 @@ LogicalResult Lowerer::LowerPool(mlir::linalg::GenericOp g) {
   const bool max = name.find("max_pool") != std::string::npos;
   const bool adaptive = name.find("adaptive") != std::string::npos;
   const bool backward = name.find("backward") != std::string::npos;
+  const int spatial = name.find("pool3d") != std::string::npos ? 3 : 2;  // 3-D: max pooling only
   auto ints = g->getAttrOfType<mlir::DenseI64ArrayAttr>(kExternIntsAttr);
   auto lists = g->getAttrOfType<mlir::ArrayAttr>(kExternListsAttr);
   auto list = [&](unsigned i) {
@@ -126,13 +137,15 @@ LogicalResult Lowerer::LowerPool(mlir::linalg::GenericOp g) {
   Value result = g->getOperand(max && !backward ? n_ops - 2 : n_ops - 1);
   std::string why;
   bool ok = true;
-  const Nchw X = Planes(self, g, &why, &ok);
-  const Nchw Y = Planes(backward ? gout : result, g, &why, &ok);
-  const Nchw R = Planes(result, g, &why, &ok);
-  const Nchw I = max ? Planes(indices, g, &why, &ok) : Nchw{};
+  const Nchw X = Planes(self, g, spatial, &why, &ok);
+  const Nchw Y = Planes(backward ? gout : result, g, spatial, &why, &ok);
+  const Nchw R = Planes(result, g, spatial, &why, &ok);
+  const Nchw I = max ? Planes(indices, g, spatial, &why, &ok) : Nchw{};
   if (!ok) return refuse(g) << "pooling operand: " << why;
-  // Geometry: kernel, stride, padding, dilation per spatial axis.
+  // Geometry: kernel, stride, padding, dilation per spatial axis (rows, columns), and of the
+  // depth axis of 3-D pooling (one more tap loop outside; 1, 1, 0, 1 for 2-D).
   int64_t k[2], s[2], p[2] = {0, 0}, d[2] = {1, 1};
+  int64_t kd = 1, sd = 1, pd = 0, dd = 1;
   bool include_pad = true;
   int64_t divisor = 0;
   if (adaptive) {
@@ -148,9 +161,11 @@ LogicalResult Lowerer::LowerPool(mlir::linalg::GenericOp g) {
       return l.empty() ? fallback : l[std::min<size_t>(i, l.size() - 1)];
     };
     if (kl.empty()) return g.emitOpError("pooling call without its kernel size (trn.extern_lists)");
+    const int lead = spatial - 2;  // 3-D lists start with the depth's entry
     for (int i = 0; i < 2; ++i) {
-      k[i] = at(kl, i, 1), s[i] = at(sl, i, k[i]), p[i] = at(pl, i, 0), d[i] = at(dl, i, 1);
+      k[i] = at(kl, lead + i, 1), s[i] = at(sl, lead + i, k[i]), p[i] = at(pl, lead + i, 0), d[i] = at(dl, lead + i, 1);
     }
+    if (spatial == 3) kd = at(kl, 0, 1), sd = at(sl, 0, kd), pd = at(pl, 0, 0), dd = at(dl, 0, 1);
     if (!max) {  // ints: ceil_mode, count_include_pad[, divisor_override]
       if (!ints || ints.size() < 2) return g.emitOpError("avg_pool2d call without its flags (trn.extern_ints)");
       include_pad = ints[1] != 0;
@@ -186,10 +201,11 @@ LogicalResult Lowerer::LowerPool(mlir::linalg::GenericOp g) {
     acc = sum;
   };
   // A tile of one output row's columns [col0, col0 + len) of channels [c0, c0 + cb).
-  auto store = [&](Value tile, const Nchw& G, int64_t b, int64_t c0, int64_t cb, int64_t row, int64_t col0,
+  auto store = [&](Value tile, const Nchw& G, int64_t b, int64_t z, int64_t c0, int64_t cb, int64_t row, int64_t col0,
                    int64_t len) {
-    StoreWindow(tile, Window{G.buffer, G.offset + b * G.stride[0] + c0 * G.stride[1] + row * G.stride[2] + col0 * G.stride[3], cb,
-                             G.stride[1], {len}, {G.stride[3]}});
+    StoreWindow(tile, Window{G.buffer, G.offset + b * G.stride[0] + z * G.depth_stride + c0 * G.stride[1] + row * G.stride[2] +
+                                           col0 * G.stride[3],
+                             cb, G.stride[1], {len}, {G.stride[3]}});
   };
   // Max pooling, output row r, columns of `seg`: per tap (i * kw + j), the runs [x0, x1) of the
   // segment's columns whose first tap inside the input it is, when the window's first tap (0, 0)
@@ -216,70 +232,83 @@ LogicalResult Lowerer::LowerPool(mlir::linalg::GenericOp g) {
   if (!backward) {
     for (int64_t b = 0; b < n; ++b) {
       const ConvSum src = source(X, b, h, w, s[0], s[1]);
-      for (int64_t c0 = 0; c0 < c; c0 += kMaxPartitions) {
-        const int64_t cb = std::min<int64_t>(kMaxPartitions, c - c0);
-        for (int64_t r = 0; r < oh; ++r) {
-          for (const Segment& seg : Segments(ow, k[1], s[1], p[1], w, !max)) {
-            Value acc, idx;
-            if (max) {
-              const double ninf = -std::numeric_limits<double>::infinity();
-              // ATen starts each window at its first position inside the input (value -inf): a
-              // column whose first tap is padding takes the first tap inside the input whatever
-              // its value (an all -inf window then keeps that position's index).
-              const std::vector<std::vector<std::pair<int64_t, int64_t>>> firsts = FirstInside(r, seg);
-              for (int64_t i = 0; i < k[0]; ++i) {
-                for (int64_t j = 0; j < k[1]; ++j) {
-                  const ConvTap tap{0, i * d[0] - p[0], j * d[1] - p[1]};
-                  Value v = ShiftedTile(src, tap, c0, cb, r, 1, seg.c0, seg.cb, ninf);
-                  const bool first = i == 0 && j == 0;
-                  if (!v && !first) continue;
-                  Value ti = Sbuf(cb, {seg.cb}, i32);
-                  Make<IotaOp>(ti, b_.getI64IntegerAttr((r * s[0] + tap.ah) * w + seg.c0 * s[1] + tap.aw),
-                               b_.getI64IntegerAttr(0), b_.getI64IntegerAttr(s[1]));
-                  if (first) {  // best = the first tap (-inf outside), its index
-                    acc = v;
-                    if (!acc) {
-                      acc = Sbuf(cb, {seg.cb}, f32);
-                      Make<MemsetOp>(acc, b_.getF64FloatAttr(ninf));
+      for (int64_t od = 0; od < Y.depth; ++od) {
+        // The input depth slices this output slice's window reads (3-D; 2-D: slice 0).
+        std::vector<int64_t> slices;
+        for (int64_t t = 0; t < kd; ++t) {
+          const int64_t id = od * sd + t * dd - pd;
+          if (id >= 0 && id < X.depth) slices.push_back(id);
+        }
+        if (slices.empty()) return refuse(g) << "pooling window without an input depth slice (no trn lowering)";
+        for (int64_t c0 = 0; c0 < c; c0 += kMaxPartitions) {
+          const int64_t cb = std::min<int64_t>(kMaxPartitions, c - c0);
+          for (int64_t r = 0; r < oh; ++r) {
+            for (const Segment& seg : Segments(ow, k[1], s[1], p[1], w, !max)) {
+              Value acc, idx;
+              if (max) {
+                const double ninf = -std::numeric_limits<double>::infinity();
+                // ATen starts each window at its first position inside the input (value -inf): a
+                // column whose first tap is padding takes the first tap inside the input whatever
+                // its value (an all -inf window then keeps that position's index). In depth, the
+                // window starts at its first slice inside the input.
+                const std::vector<std::vector<std::pair<int64_t, int64_t>>> firsts = FirstInside(r, seg);
+                const std::vector<std::pair<int64_t, int64_t>> no_runs;
+                for (size_t q = 0; q < slices.size(); ++q) {
+                  for (int64_t i = 0; i < k[0]; ++i) {
+                    for (int64_t j = 0; j < k[1]; ++j) {
+                      const ConvTap tap{0, i * d[0] - p[0], j * d[1] - p[1], slices[q] * X.depth_stride};
+                      Value v = ShiftedTile(src, tap, c0, cb, r, 1, seg.c0, seg.cb, ninf);
+                      const bool first = q == 0 && i == 0 && j == 0;
+                      if (!v && !first) continue;
+                      Value ti = Sbuf(cb, {seg.cb}, i32);
+                      Make<IotaOp>(ti, b_.getI64IntegerAttr((slices[q] * h + r * s[0] + tap.ah) * w + seg.c0 * s[1] + tap.aw),
+                                   b_.getI64IntegerAttr(0), b_.getI64IntegerAttr(s[1]));
+                      if (first) {  // best = the first tap (-inf outside), its index
+                        acc = v;
+                        if (!acc) {
+                          acc = Sbuf(cb, {seg.cb}, f32);
+                          Make<MemsetOp>(acc, b_.getF64FloatAttr(ninf));
+                        }
+                        idx = ti;
+                        continue;
+                      }
+                      Value gt = Sbuf(cb, {seg.cb}, i1), nan = Sbuf(cb, {seg.cb}, i1), take = Sbuf(cb, {seg.cb}, i1);
+                      Make<TensorTensorOp>(v, acc, gt, str("is_gt"));
+                      Make<TensorTensorOp>(v, v, nan, str("not_equal"));
+                      Make<TensorTensorOp>(gt, nan, take, str("logical_or"));
+                      for (const auto& [x0, x1] : q == 0 ? firsts[i * k[1] + j] : no_runs) {  // force the first inside
+                        Value f = Sbuf(cb, {seg.cb}, i32), ge = Sbuf(cb, {seg.cb}, i1), lt = Sbuf(cb, {seg.cb}, i1);
+                        Value in = Sbuf(cb, {seg.cb}, i1), forced = Sbuf(cb, {seg.cb}, i1);
+                        Make<IotaOp>(f, b_.getI64IntegerAttr(0), b_.getI64IntegerAttr(0), b_.getI64IntegerAttr(1));
+                        Make<TensorScalarOp>(f, ge, str("is_ge"), b_.getF32FloatAttr(static_cast<float>(x0)), Value());
+                        Make<TensorScalarOp>(f, lt, str("is_lt"), b_.getF32FloatAttr(static_cast<float>(x1)), Value());
+                        Make<TensorTensorOp>(ge, lt, in, str("logical_and"));
+                        Make<TensorTensorOp>(take, in, forced, str("logical_or"));
+                        take = forced;
+                      }
+                      Make<CopyPredicatedOp>(v, take, acc);
+                      Make<CopyPredicatedOp>(ti, take, idx);
                     }
-                    idx = ti;
-                    continue;
                   }
-                  Value gt = Sbuf(cb, {seg.cb}, i1), nan = Sbuf(cb, {seg.cb}, i1), take = Sbuf(cb, {seg.cb}, i1);
-                  Make<TensorTensorOp>(v, acc, gt, str("is_gt"));
-                  Make<TensorTensorOp>(v, v, nan, str("not_equal"));
-                  Make<TensorTensorOp>(gt, nan, take, str("logical_or"));
-                  for (const auto& [x0, x1] : firsts[i * k[1] + j]) {  // force the first inside
-                    Value f = Sbuf(cb, {seg.cb}, i32), ge = Sbuf(cb, {seg.cb}, i1), lt = Sbuf(cb, {seg.cb}, i1);
-                    Value in = Sbuf(cb, {seg.cb}, i1), forced = Sbuf(cb, {seg.cb}, i1);
-                    Make<IotaOp>(f, b_.getI64IntegerAttr(0), b_.getI64IntegerAttr(0), b_.getI64IntegerAttr(1));
-                    Make<TensorScalarOp>(f, ge, str("is_ge"), b_.getF32FloatAttr(static_cast<float>(x0)), Value());
-                    Make<TensorScalarOp>(f, lt, str("is_lt"), b_.getF32FloatAttr(static_cast<float>(x1)), Value());
-                    Make<TensorTensorOp>(ge, lt, in, str("logical_and"));
-                    Make<TensorTensorOp>(take, in, forced, str("logical_or"));
-                    take = forced;
+                }
+                store(idx, I, b, od, c0, cb, r, seg.c0, seg.cb);
+              } else {
+                for (int64_t i = 0; i < k[0]; ++i) {
+                  for (int64_t j = 0; j < k[1]; ++j) {
+                    Value v = ShiftedTile(src, ConvTap{0, i - p[0], j - p[1]}, c0, cb, r, 1, seg.c0, seg.cb);
+                    if (v) add_into(acc, v, cb, seg.cb);
                   }
-                  Make<CopyPredicatedOp>(v, take, acc);
-                  Make<CopyPredicatedOp>(ti, take, idx);
                 }
-              }
-              store(idx, I, b, c0, cb, r, seg.c0, seg.cb);
-            } else {
-              for (int64_t i = 0; i < k[0]; ++i) {
-                for (int64_t j = 0; j < k[1]; ++j) {
-                  Value v = ShiftedTile(src, ConvTap{0, i - p[0], j - p[1]}, c0, cb, r, 1, seg.c0, seg.cb);
-                  if (v) add_into(acc, v, cb, seg.cb);
+                if (!acc) {
+                  acc = Sbuf(cb, {seg.cb}, f32);
+                  Make<MemsetOp>(acc, b_.getF64FloatAttr(0.0));
                 }
+                Value mean = Sbuf(cb, {seg.cb}, f32);
+                Make<TensorScalarOp>(acc, mean, str("divide"), b_.getF32FloatAttr(static_cast<float>(div_of(r, seg))), Value());
+                acc = mean;
               }
-              if (!acc) {
-                acc = Sbuf(cb, {seg.cb}, f32);
-                Make<MemsetOp>(acc, b_.getF64FloatAttr(0.0));
-              }
-              Value mean = Sbuf(cb, {seg.cb}, f32);
-              Make<TensorScalarOp>(acc, mean, str("divide"), b_.getF32FloatAttr(static_cast<float>(div_of(r, seg))), Value());
-              acc = mean;
+              store(acc, R, b, od, c0, cb, r, seg.c0, seg.cb);
             }
-            store(acc, R, b, c0, cb, r, seg.c0, seg.cb);
           }
         }
       }
@@ -303,62 +332,71 @@ LogicalResult Lowerer::LowerPool(mlir::linalg::GenericOp g) {
                                  seg.cb, f32);
             Value q = Sbuf(cb, {seg.cb}, f32);
             Make<TensorScalarOp>(t, q, str("divide"), b_.getF32FloatAttr(static_cast<float>(div_of(r, seg))), Value());
-            store(q, S, b, c0, cb, r, seg.c0, seg.cb);
+            store(q, S, b, 0, c0, cb, r, seg.c0, seg.cb);
           }
         }
       }
     }
   }
   // Phase (ph, pw): input rows ph + stride t; tap i reaches it from output row t + (ph + pad - i dil) / stride.
+  // Input depth slice z (3-D): depth tap t reaches it from output slice (z + pd - t dd) / sd where
+  // that divides.
   for (int64_t b = 0; b < n; ++b) {
     const ConvSum src = source(S, b, oh, ow, 1, 1);
     const ConvSum isrc = max ? source(I, b, oh, ow, 1, 1) : ConvSum{};
-    for (int64_t ph = 0; ph < std::min(s[0], h); ++ph) {
-      for (int64_t pw = 0; pw < std::min(s[1], w); ++pw) {
-        std::vector<ConvTap> taps;
-        for (int64_t i = 0; i < k[0]; ++i) {
-          const int64_t dh = ph + p[0] - i * d[0];
-          if (((dh % s[0]) + s[0]) % s[0] != 0) continue;
-          for (int64_t j = 0; j < k[1]; ++j) {
-            const int64_t dw = pw + p[1] - j * d[1];
-            if (((dw % s[1]) + s[1]) % s[1] != 0) continue;
-            taps.push_back({0, dh / s[0], dw / s[1]});
+    for (int64_t z = 0; z < R.depth; ++z) {
+      for (int64_t ph = 0; ph < std::min(s[0], h); ++ph) {
+        for (int64_t pw = 0; pw < std::min(s[1], w); ++pw) {
+          std::vector<ConvTap> taps, itaps;  // in grad_output, in the indices
+          for (int64_t t = 0; t < kd; ++t) {
+            const int64_t dt = z + pd - t * dd;
+            if (dt < 0 || dt % sd != 0 || dt / sd >= Y.depth) continue;
+            for (int64_t i = 0; i < k[0]; ++i) {
+              const int64_t dh = ph + p[0] - i * d[0];
+              if (((dh % s[0]) + s[0]) % s[0] != 0) continue;
+              for (int64_t j = 0; j < k[1]; ++j) {
+                const int64_t dw = pw + p[1] - j * d[1];
+                if (((dw % s[1]) + s[1]) % s[1] != 0) continue;
+                taps.push_back({0, dh / s[0], dw / s[1], dt / sd * S.depth_stride});
+                itaps.push_back({0, dh / s[0], dw / s[1], dt / sd * I.depth_stride});
+              }
+            }
           }
-        }
-        const int64_t rows = CeilDiv(h - ph, s[0]), cols = CeilDiv(w - pw, s[1]);
-        for (int64_t c0 = 0; c0 < c; c0 += kMaxPartitions) {
-          const int64_t cb = std::min<int64_t>(kMaxPartitions, c - c0);
-          for (const Block& bl : Blocks(rows, cols, kVectorFree)) {
-            // Max: one row per block (the position's index is an iota along it).
-            for (int64_t r = bl.r0; r < bl.r0 + bl.rb; r += max ? 1 : bl.rb) {
-              const int64_t rb = max ? 1 : bl.rb, len = rb * bl.cb;
-              Value acc, target;
-              if (max) {
-                target = Sbuf(cb, {len}, i32);
-                Make<IotaOp>(target, b_.getI64IntegerAttr((ph + s[0] * r) * w + pw + s[1] * bl.c0), b_.getI64IntegerAttr(0),
-                             b_.getI64IntegerAttr(s[1]));
-              }
-              for (const ConvTap& tap : taps) {
-                Value v = ShiftedTile(src, tap, c0, cb, r, rb, bl.c0, bl.cb);
-                if (!v) continue;
+          const int64_t rows = CeilDiv(h - ph, s[0]), cols = CeilDiv(w - pw, s[1]);
+          for (int64_t c0 = 0; c0 < c; c0 += kMaxPartitions) {
+            const int64_t cb = std::min<int64_t>(kMaxPartitions, c - c0);
+            for (const Block& bl : Blocks(rows, cols, kVectorFree)) {
+              // Max: one row per block (the position's index is an iota along it).
+              for (int64_t r = bl.r0; r < bl.r0 + bl.rb; r += max ? 1 : bl.rb) {
+                const int64_t rb = max ? 1 : bl.rb, len = rb * bl.cb;
+                Value acc, target;
                 if (max) {
-                  Value at = ShiftedTile(isrc, tap, c0, cb, r, rb, bl.c0, bl.cb, -1.0, i32);
-                  Value eq = Sbuf(cb, {len}, i1), sel = Sbuf(cb, {len}, f32);
-                  Make<TensorTensorOp>(at, target, eq, str("is_equal"));
-                  Make<MemsetOp>(sel, b_.getF64FloatAttr(0.0));
-                  Make<CopyPredicatedOp>(v, eq, sel);
-                  v = sel;
+                  target = Sbuf(cb, {len}, i32);
+                  Make<IotaOp>(target, b_.getI64IntegerAttr((z * h + ph + s[0] * r) * w + pw + s[1] * bl.c0),
+                               b_.getI64IntegerAttr(0), b_.getI64IntegerAttr(s[1]));
                 }
-                add_into(acc, v, cb, len);
+                for (size_t q = 0; q < taps.size(); ++q) {
+                  Value v = ShiftedTile(src, taps[q], c0, cb, r, rb, bl.c0, bl.cb);
+                  if (!v) continue;
+                  if (max) {
+                    Value at = ShiftedTile(isrc, itaps[q], c0, cb, r, rb, bl.c0, bl.cb, -1.0, i32);
+                    Value eq = Sbuf(cb, {len}, i1), sel = Sbuf(cb, {len}, f32);
+                    Make<TensorTensorOp>(at, target, eq, str("is_equal"));
+                    Make<MemsetOp>(sel, b_.getF64FloatAttr(0.0));
+                    Make<CopyPredicatedOp>(v, eq, sel);
+                    v = sel;
+                  }
+                  add_into(acc, v, cb, len);
+                }
+                if (!acc) {
+                  acc = Sbuf(cb, {len}, f32);
+                  Make<MemsetOp>(acc, b_.getF64FloatAttr(0.0));
+                }
+                const Nchw& G = R;
+                StoreWindow(acc, Window{G.buffer, G.offset + b * G.stride[0] + z * G.depth_stride + c0 * G.stride[1] +
+                                                    (ph + s[0] * r) * G.stride[2] + (pw + s[1] * bl.c0) * G.stride[3],
+                                        cb, G.stride[1], {rb, bl.cb}, {s[0] * G.stride[2], s[1] * G.stride[3]}});
               }
-              if (!acc) {
-                acc = Sbuf(cb, {len}, f32);
-                Make<MemsetOp>(acc, b_.getF64FloatAttr(0.0));
-              }
-              const Nchw& G = R;
-              StoreWindow(acc, Window{G.buffer, G.offset + b * G.stride[0] + c0 * G.stride[1] + (ph + s[0] * r) * G.stride[2] +
-                                                  (pw + s[1] * bl.c0) * G.stride[3],
-                                      cb, G.stride[1], {rb, bl.cb}, {s[0] * G.stride[2], s[1] * G.stride[3]}});
             }
           }
         }

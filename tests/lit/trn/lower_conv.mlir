@@ -123,3 +123,81 @@ func.func @conv_transpose2d(%x: memref<1x4x5x5xf32>, %w: memref<4x3x3x3xf32>, %b
   }
   return
 }
+
+// -----
+
+// 3-D: the 2-D sum of shifted products with one more tap loop, over the kernel's depth. Depth
+// stride 2, padding 1: output slice 0 reads input slices 0 and 1 (depth taps 1 and 2; tap 0 is
+// padding and left out): 18 matmuls into one PSUM tile, the first with the weight of depth tap
+// 1 (offset 9); output slice 1 reads slices 1 and 2 (depth taps 0 and 1: the input from offset
+// 16, the weight from 0).
+// CHECK-LABEL: func.func @conv3d
+// CHECK: %[[ACC:[0-9]+]] = trn.alloc {{.*}} : !trn.psum<3, [16], f32>
+// CHECK: trn.dma_copy %arg0, %[[X0:[0-9]+]] {hbm_offset = 0 : i64, hbm_sizes = array<i64: 2, 3, 3>, hbm_strides = array<i64: 48, 4, 1>, tile_offset = 5
+// CHECK: trn.dma_copy %arg1, %[[W0:[0-9]+]] {hbm_offset = 9 : i64, hbm_sizes = array<i64: 2, 3>, hbm_strides = array<i64: 27, 54>
+// CHECK: trn.matmul %[[W0]], %[[X0]], %[[ACC]] {trn.op
+// CHECK-COUNT-17: trn.matmul %{{.*}}, %{{.*}}, %[[ACC]] {accumulate
+// CHECK-NOT: trn.matmul
+// CHECK: trn.tensor_scalar %[[ACC]], %[[Y:[0-9]+]] column %{{[0-9]+}} {op = "add"
+// CHECK: trn.dma_copy %[[Y]], %arg3 {hbm_offset = 0 : i64, hbm_sizes = array<i64: 3, 4, 4>, hbm_strides = array<i64: 32, 4, 1>
+// CHECK: %[[ACC1:[0-9]+]] = trn.alloc {{.*}} : !trn.psum<3, [16], f32>
+// CHECK: trn.dma_copy %arg0, %[[X1:[0-9]+]] {hbm_offset = 16 : i64, hbm_sizes = array<i64: 2, 3, 3>
+// CHECK: trn.dma_copy %arg1, %[[W1:[0-9]+]] {hbm_offset = 0 : i64, hbm_sizes = array<i64: 2, 3>
+// CHECK: trn.matmul %[[W1]], %[[X1]], %[[ACC1]] {trn.op
+// CHECK-COUNT-17: trn.matmul %{{.*}}, %{{.*}}, %[[ACC1]] {accumulate
+// CHECK-NOT: trn.matmul
+// CHECK: trn.dma_copy %{{[0-9]+}}, %arg3 {hbm_offset = 16 : i64, hbm_sizes = array<i64: 3, 4, 4>
+// CHECK-NOT: linalg.generic
+func.func @conv3d(%x: memref<1x2x3x4x4xf32>, %w: memref<3x2x3x3x3xf32>, %b: memref<3xf32>, %y: memref<1x3x2x4x4xf32>) {
+  %ctx = arith.constant 0 : i64
+  %k = arith.constant 0 : i64
+  linalg.generic {indexing_maps = [affine_map<() -> ()>, affine_map<() -> ()>, affine_map<() -> (0, 0, 0, 0, 0)>, affine_map<() -> (0, 0, 0, 0, 0)>, affine_map<() -> (0)>, affine_map<() -> (0, 0, 0, 0, 0)>],
+                  iterator_types = [], library_call = "trn_ext4_0", trn.extern_op = "aten::convolution", trn.extern_ints = array<i64: 0, 1>,
+                  trn.extern_lists = [array<i64: 2, 1, 1>, array<i64: 1, 1, 1>, array<i64: 1, 1, 1>, array<i64: 0, 0, 0>]}
+      ins(%ctx, %k, %x, %w, %b : i64, i64, memref<1x2x3x4x4xf32>, memref<3x2x3x3x3xf32>, memref<3xf32>) outs(%y : memref<1x3x2x4x4xf32>) {
+  ^bb0(%c: i64, %i: i64, %a0: f32, %a1: f32, %a2: f32, %o0: f32):
+    linalg.yield %o0 : f32
+  }
+  return
+}
+
+// -----
+
+// Its backward. Grad input per input depth slice: slice 0 from grad_output slice 0 (depth tap
+// 1: 9 taps), slice 1 from grad_output slices 1 (tap 0) and 0 (tap 2: 18 taps). Grad weight of
+// tap (0, 0, 0): only output slice 1 reads inside the input (slice 1), rows 1..3 of columns
+// 1..3: grad_output from offset 16 + 5, the input from slice 1 (offset 16). Grad bias: sums over
+// both output slices.
+// CHECK-LABEL: func.func @conv3d_backward
+// CHECK-COUNT-9: trn.matmul
+// CHECK-NOT: trn.matmul
+// CHECK: trn.dma_copy %{{[0-9]+}}, %arg3 {hbm_offset = 0 : i64, hbm_sizes = array<i64: 2, 4, 4>, hbm_strides = array<i64: 48, 4, 1>
+// CHECK-COUNT-18: trn.matmul
+// CHECK-NOT: trn.matmul
+// CHECK: trn.dma_copy %{{[0-9]+}}, %arg3 {hbm_offset = 16 : i64, hbm_sizes = array<i64: 2, 4, 4>
+// CHECK-COUNT-9: trn.matmul
+// CHECK: trn.dma_copy %{{[0-9]+}}, %arg3 {hbm_offset = 32 : i64, hbm_sizes = array<i64: 2, 4, 4>
+// CHECK: %[[DW:[0-9]+]] = trn.alloc {{.*}} : !trn.psum<3, [2], f32>
+// CHECK: trn.dma_copy %arg0, %[[G0:[0-9]+]] {hbm_offset = 21 : i64, hbm_sizes = array<i64: 3, 3>, hbm_strides = array<i64: 1, 32>
+// CHECK: trn.dma_copy %arg1, %[[X0:[0-9]+]] {hbm_offset = 16 : i64, hbm_sizes = array<i64: 3, 2>, hbm_strides = array<i64: 1, 48>
+// CHECK: trn.matmul %[[G0]], %[[X0]], %[[DW]] {trn.op
+// CHECK-COUNT-2: trn.matmul %{{[0-9]+}}, %{{[0-9]+}}, %[[DW]] {accumulate
+// CHECK-NOT: trn.matmul
+// CHECK: trn.tensor_copy %[[DW]], %[[DWS:[0-9]+]]
+// CHECK: trn.dma_copy %[[DWS]], %arg4 {hbm_offset = 0 : i64, hbm_sizes = array<i64: 3, 2>, hbm_strides = array<i64: 54, 27>
+// CHECK: trn.dma_copy %arg0, %[[B0:[0-9]+]] {hbm_offset = 0 : i64, hbm_sizes = array<i64: 3, 4, 4>, hbm_strides = array<i64: 32, 4, 1>
+// CHECK: trn.dma_copy %arg0, %[[B1:[0-9]+]] {hbm_offset = 16 : i64, hbm_sizes = array<i64: 3, 4, 4>
+// CHECK: trn.dma_copy %{{[0-9]+}}, %arg5
+
+func.func @conv3d_backward(%go: memref<1x3x2x4x4xf32>, %x: memref<1x2x3x4x4xf32>, %w: memref<3x2x3x3x3xf32>, %gi: memref<1x2x3x4x4xf32>, %gw: memref<3x2x3x3x3xf32>, %gb: memref<3xf32>) {
+  %ctx = arith.constant 0 : i64
+  %k = arith.constant 0 : i64
+  linalg.generic {indexing_maps = [affine_map<() -> ()>, affine_map<() -> ()>, affine_map<() -> (0, 0, 0, 0, 0)>, affine_map<() -> (0, 0, 0, 0, 0)>, affine_map<() -> (0, 0, 0, 0, 0)>, affine_map<() -> (0, 0, 0, 0, 0)>, affine_map<() -> (0, 0, 0, 0, 0)>, affine_map<() -> (0)>],
+                  iterator_types = [], library_call = "trn_ext6_0", trn.extern_op = "aten::convolution_backward", trn.extern_ints = array<i64: 0, 1>,
+                  trn.extern_lists = [array<i64: 3>, array<i64: 2, 1, 1>, array<i64: 1, 1, 1>, array<i64: 1, 1, 1>, array<i64: 0, 0, 0>, array<i64: 1, 1, 1>]}
+      ins(%ctx, %k, %go, %x, %w : i64, i64, memref<1x3x2x4x4xf32>, memref<1x2x3x4x4xf32>, memref<3x2x3x3x3xf32>) outs(%gi, %gw, %gb : memref<1x2x3x4x4xf32>, memref<3x2x3x3x3xf32>, memref<3xf32>) {
+  ^bb0(%c: i64, %i: i64, %a0: f32, %a1: f32, %a2: f32, %o0: f32, %o1: f32, %o2: f32):
+    linalg.yield %o0, %o1, %o2 : f32, f32, f32
+  }
+  return
+}

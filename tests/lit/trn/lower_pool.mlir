@@ -86,3 +86,71 @@ func.func @maxpool_backward(%go: memref<1x2x2x2xf32>, %x: memref<1x2x4x4xf32>, %
   }
   return
 }
+
+// -----
+
+// 3-D max pooling, kernel (3, 2, 2), stride 2, depth padding 1: the 2-D window with one more tap
+// loop over the input depth slices the output slice's window reads (slice -1 is padding: output
+// slice 0 reads slices 0 and 1, slice 0's first tap starts the maximum). Each tap's index is its
+// flat input position d * H * W + h * W + w (slice 1 starts at 25).
+// CHECK-LABEL: func.func @maxpool3d
+// CHECK: trn.dma_copy %arg0, %[[BEST:[0-9]+]] {hbm_offset = 0 : i64, hbm_sizes = array<i64: 2, 1, 2>, hbm_strides = array<i64: 100, 10, 2>
+// CHECK: trn.iota %[[IDX:[0-9]+]] {base = 0 : i64, partition_step = 0 : i64, step = 2 : i64
+// CHECK-COUNT-3: trn.copy_predicated %{{[0-9]+}}, %{{[0-9]+}}, %[[BEST]]
+// CHECK: trn.dma_copy %arg0, %[[V:[0-9]+]] {hbm_offset = 25 : i64, hbm_sizes = array<i64: 2, 1, 2>, hbm_strides = array<i64: 100, 10, 2>
+// CHECK: trn.iota %[[TI:[0-9]+]] {base = 25 : i64
+// CHECK: trn.copy_predicated %[[V]], %[[TAKE:[0-9]+]], %[[BEST]]
+// CHECK-NEXT: trn.copy_predicated %[[TI]], %[[TAKE]], %[[IDX]]
+// CHECK-COUNT-3: trn.copy_predicated %{{[0-9]+}}, %{{[0-9]+}}, %[[BEST]]
+// CHECK-NOT: trn.copy_predicated %{{[0-9]+}}, %{{[0-9]+}}, %[[BEST]]
+// CHECK: trn.dma_copy %[[IDX]], %arg2 {hbm_offset = 0 : i64, hbm_sizes = array<i64: 2, 2>, hbm_strides = array<i64: 8, 1>
+// CHECK: trn.dma_copy %[[BEST]], %arg1 {hbm_offset = 0 : i64
+// Output slice 1 (offset 4 in the result) reads slices 1, 2 and 3.
+// CHECK: trn.dma_copy %arg0, %{{[0-9]+}} {hbm_offset = 25 : i64
+// CHECK: trn.dma_copy %{{[0-9]+}}, %arg1 {hbm_offset = 4 : i64
+// CHECK-NOT: linalg.generic
+func.func @maxpool3d(%x: memref<1x2x4x5x5xf32>, %out: memref<1x2x2x2x2xf32>, %idx: memref<1x2x2x2x2xi64>) {
+  %ctx = arith.constant 0 : i64
+  %k = arith.constant 0 : i64
+  linalg.generic {indexing_maps = [affine_map<() -> ()>, affine_map<() -> ()>, affine_map<() -> (0, 0, 0, 0, 0)>, affine_map<() -> (0, 0, 0, 0, 0)>, affine_map<() -> (0, 0, 0, 0, 0)>],
+                  iterator_types = [], library_call = "trn_ext3_0", trn.extern_op = "aten::max_pool3d_with_indices", trn.extern_ints = array<i64: 0>,
+                  trn.extern_lists = [array<i64: 3, 2, 2>, array<i64: 2, 2, 2>, array<i64: 1, 0, 0>, array<i64: 1, 1, 1>]}
+      ins(%ctx, %k, %x : i64, i64, memref<1x2x4x5x5xf32>) outs(%out, %idx : memref<1x2x2x2x2xf32>, memref<1x2x2x2x2xi64>) {
+  ^bb0(%c: i64, %i: i64, %a0: f32, %o0: f32, %o1: i64):
+    linalg.yield %o0, %o1 : f32, i64
+  }
+  return
+}
+
+// -----
+
+// Its backward: per input depth slice, the depth taps that reach it from a grad_output slice
+// ((z + 1 - t) / 2 where that divides). Slice 0 from output slice 0 only; slice 1 from output
+// slices 1 (tap 0: grad_output and indices at offset 4) and 0 (tap 2), compared with the
+// positions' flat indices (an iota from 25) and summed.
+// CHECK-LABEL: func.func @maxpool3d_backward
+// CHECK: trn.iota %[[T0:[0-9]+]] {base = 0 : i64, partition_step = 0 : i64, step = 2 : i64
+// CHECK: trn.dma_copy %arg2, %[[I0:[0-9]+]] {hbm_offset = 0 : i64, hbm_sizes = array<i64: 2, 1, 2>, hbm_strides = array<i64: 8, 2, 1>
+// CHECK: trn.tensor_tensor %[[I0]], %[[T0]], %{{[0-9]+}} {op = "is_equal"
+// CHECK-NOT: is_equal
+// CHECK: trn.dma_copy %{{[0-9]+}}, %arg3 {hbm_offset = 0 : i64, hbm_sizes = array<i64: 2, 1, 3>, hbm_strides = array<i64: 100, 10, 2>
+// CHECK: trn.iota %[[T1:[0-9]+]] {base = 25 : i64
+// CHECK: trn.dma_copy %arg0, %{{[0-9]+}} {hbm_offset = 4 : i64
+// CHECK: trn.dma_copy %arg2, %[[I1:[0-9]+]] {hbm_offset = 4 : i64
+// CHECK: trn.tensor_tensor %[[I1]], %[[T1]], %{{[0-9]+}} {op = "is_equal"
+// CHECK: trn.dma_copy %arg2, %[[I2:[0-9]+]] {hbm_offset = 0 : i64
+// CHECK: trn.tensor_tensor %[[I2]], %[[T1]], %{{[0-9]+}} {op = "is_equal"
+// CHECK: trn.tensor_tensor %{{[0-9]+}}, %{{[0-9]+}}, %[[SUM:[0-9]+]] {op = "add"
+// CHECK: trn.dma_copy %[[SUM]], %arg3 {hbm_offset = 25 : i64, hbm_sizes = array<i64: 2, 1, 3>
+func.func @maxpool3d_backward(%go: memref<1x2x2x2x2xf32>, %x: memref<1x2x4x5x5xf32>, %idx: memref<1x2x2x2x2xi64>, %gi: memref<1x2x4x5x5xf32>) {
+  %ctx = arith.constant 0 : i64
+  %k = arith.constant 0 : i64
+  linalg.generic {indexing_maps = [affine_map<() -> ()>, affine_map<() -> ()>, affine_map<() -> (0, 0, 0, 0, 0)>, affine_map<() -> (0, 0, 0, 0, 0)>, affine_map<() -> (0, 0, 0, 0, 0)>, affine_map<() -> (0, 0, 0, 0, 0)>],
+                  iterator_types = [], library_call = "trn_ext4_0", trn.extern_op = "aten::max_pool3d_with_indices_backward", trn.extern_ints = array<i64: 0>,
+                  trn.extern_lists = [array<i64: 3, 2, 2>, array<i64: 2, 2, 2>, array<i64: 1, 0, 0>, array<i64: 1, 1, 1>]}
+      ins(%ctx, %k, %go, %x, %idx : i64, i64, memref<1x2x2x2x2xf32>, memref<1x2x4x5x5xf32>, memref<1x2x2x2x2xi64>) outs(%gi : memref<1x2x4x5x5xf32>) {
+  ^bb0(%c: i64, %i: i64, %a0: f32, %a1: f32, %a2: i64, %o0: f32):
+    linalg.yield %o0 : f32
+  }
+  return
+}
