@@ -82,3 +82,34 @@ TRN = {"NEURON_TARGET": "trn2", "NEURON_MODE": "compile"}
 def ran_on_core(dev):
     """The ATen ops (overload names dropped) that ran on the modeled core: stats()["device"]."""
     return {name.split(".")[0] for name in dev["ops_by_name"]}
+
+
+TRAIN_ON_TRN = """
+import copy, json, torch, torch_trn
+from torch import nn
+torch.manual_seed(0)
+model = {model}
+x, y = {inputs}
+def train(m, dev):
+    m = m.to(dev)
+    opt = torch.optim.AdamW(m.parameters(), lr=1e-2)
+    losses = []
+    for _ in range(2):
+        loss = nn.functional.cross_entropy(m(x.to(dev)), y.to(dev))
+        loss.backward(); opt.step(); opt.zero_grad()
+        losses.append(loss.item())
+    return losses
+dev_model = copy.deepcopy(model)
+torch_trn.reset_stats()
+got = train(dev_model, "neuron")
+torch_trn.wait_for_compiles()
+s = torch_trn.stats()
+print(json.dumps({{"got": got, "ref": train(model, "cpu"), "dev": s["device"], "unlowered": s["unlowered_ops"]}}))
+"""
+
+
+def train_on_trn2(model, inputs):
+    """Two AdamW steps with cross entropy of `model` (an expression, `nn` imported) on the inputs
+    `inputs` (an expression for (x, y)) on the modeled core (TRN) and on the CPU from the same
+    weights: {"got": losses, "ref": CPU losses, "dev": stats()["device"], "unlowered": ...}."""
+    return last_json(run_python(TRAIN_ON_TRN.format(model=model, inputs=inputs), env=TRN))

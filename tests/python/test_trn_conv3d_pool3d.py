@@ -10,7 +10,7 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from helpers import TRN, last_json, ran_on_core, run_python  # noqa: E402
+from helpers import TRN, last_json, ran_on_core, run_python, train_on_trn2  # noqa: E402
 
 
 def test_conv3d_forward_and_backward_on_trn2():
@@ -112,30 +112,11 @@ def test_max_pool3d_forward_and_backward_on_trn2():
 def test_video_cnn_training_steps_run_wholly_on_trn2():
     # Conv3d + BatchNorm3d + ReLU + MaxPool3d + strided Conv3d + adaptive avg pool + linear:
     # two AdamW steps, every executed op on the modeled core, losses as on CPU.
-    out = last_json(run_python("""
-        import copy, json, torch, torch_trn
-        from torch import nn
-        torch.manual_seed(0)
-        model = nn.Sequential(nn.Conv3d(3, 8, 3, padding=1), nn.BatchNorm3d(8), nn.ReLU(), nn.MaxPool3d((1, 2, 2)),
-                              nn.Conv3d(8, 16, 3, stride=(2, 1, 1), padding=1), nn.ReLU(), nn.AdaptiveAvgPool3d(1),
-                              nn.Flatten(), nn.Linear(16, 5))
-        x, y = torch.randn(2, 3, 4, 8, 8), torch.randint(0, 5, (2,))
-        def train(m, dev):
-            m = m.to(dev)
-            opt = torch.optim.AdamW(m.parameters(), lr=1e-2)
-            losses = []
-            for _ in range(2):
-                loss = nn.functional.cross_entropy(m(x.to(dev)), y.to(dev))
-                loss.backward(); opt.step(); opt.zero_grad()
-                losses.append(loss.item())
-            return losses
-        dev_model = copy.deepcopy(model)
-        torch_trn.reset_stats()
-        got = train(dev_model, "neuron")
-        torch_trn.wait_for_compiles()
-        s = torch_trn.stats()
-        print(json.dumps({"got": got, "ref": train(model, "cpu"), "dev": s["device"], "unlowered": s["unlowered_ops"]}))
-    """, env=TRN))
+    out = train_on_trn2(
+        "nn.Sequential(nn.Conv3d(3, 8, 3, padding=1), nn.BatchNorm3d(8), nn.ReLU(), nn.MaxPool3d((1, 2, 2)), "
+        "nn.Conv3d(8, 16, 3, stride=(2, 1, 1), padding=1), nn.ReLU(), nn.AdaptiveAvgPool3d(1), nn.Flatten(), "
+        "nn.Linear(16, 5))",
+        "torch.randn(2, 3, 4, 8, 8), torch.randint(0, 5, (2,))")
     for g, r in zip(out["got"], out["ref"]):
         assert abs(g - r) <= 1e-5 * max(1.0, abs(r)), (out["got"], out["ref"])
     dev = out["dev"]

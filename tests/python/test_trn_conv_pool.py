@@ -9,7 +9,7 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from helpers import TRN, last_json, ran_on_core, run_python  # noqa: E402
+from helpers import TRN, last_json, ran_on_core, run_python, train_on_trn2  # noqa: E402
 
 
 def test_convolutions_forward_and_backward_on_trn2():
@@ -208,29 +208,10 @@ def test_nll_loss_forward_on_trn2():
 def test_cnn_training_steps_run_wholly_on_trn2():
     # conv + batch norm + ReLU + max pool + depthwise conv + avg pool + linear + cross entropy:
     # two AdamW steps, every executed op on the modeled core, losses as on CPU.
-    out = last_json(run_python("""
-        import copy, json, torch, torch_trn
-        from torch import nn
-        torch.manual_seed(0)
-        model = nn.Sequential(nn.Conv2d(3, 8, 3, padding=1), nn.BatchNorm2d(8), nn.ReLU(), nn.MaxPool2d(2),
-                              nn.Conv2d(8, 8, 3, padding=1, groups=8), nn.ReLU(), nn.AvgPool2d(2), nn.Flatten(),
-                              nn.Linear(8 * 4 * 4, 5))
-        x, y = torch.randn(4, 3, 16, 16), torch.randint(0, 5, (4,))
-        def train(m, dev):
-            m = m.to(dev)
-            opt = torch.optim.AdamW(m.parameters(), lr=1e-2)
-            losses = []
-            for _ in range(2):
-                loss = nn.functional.cross_entropy(m(x.to(dev)), y.to(dev))
-                loss.backward(); opt.step(); opt.zero_grad()
-                losses.append(loss.item())
-            return losses
-        dev_model = copy.deepcopy(model)
-        torch_trn.reset_stats()
-        got = train(dev_model, "neuron")
-        torch_trn.wait_for_compiles()
-        print(json.dumps({"got": got, "ref": train(model, "cpu"), "dev": torch_trn.stats()["device"]}))
-    """, env=TRN))
+    out = train_on_trn2(
+        "nn.Sequential(nn.Conv2d(3, 8, 3, padding=1), nn.BatchNorm2d(8), nn.ReLU(), nn.MaxPool2d(2), "
+        "nn.Conv2d(8, 8, 3, padding=1, groups=8), nn.ReLU(), nn.AvgPool2d(2), nn.Flatten(), nn.Linear(8 * 4 * 4, 5))",
+        "torch.randn(4, 3, 16, 16), torch.randint(0, 5, (4,))")
     for g, r in zip(out["got"], out["ref"]):
         assert abs(g - r) <= 1e-5 * max(1.0, abs(r)), (out["got"], out["ref"])
     dev = out["dev"]
