@@ -27,7 +27,8 @@
 
 namespace trn::runtime::neuroncore {
 
-inline constexpr uint32_t kStreamFormatVersion = 3;  // 2: DType kI64, Opcode kDmaGather; 3: kDmaScatterAdd
+// 2: DType kI64, Opcode kDmaGather; 3: kDmaScatterAdd; 4: AluOp bitwise_and / bitwise_or / bitwise_xor
+inline constexpr uint32_t kStreamFormatVersion = 4;
 
 enum class Engine : uint8_t { kTensor = 0, kVector = 1, kScalar = 2, kGpSimd = 3, kDma = 4 };
 inline constexpr int kEngines = 5;
@@ -90,11 +91,14 @@ inline constexpr std::array<std::string_view, static_cast<size_t>(ActFunc::kCoun
     "reciprocal", "erf", "sin"};
 enum class AluOp : uint32_t {
   kAdd, kSubtract, kMultiply, kDivide, kMaximum, kMinimum, kPower, kIsEqual, kNotEqual, kIsGe, kIsGt, kIsLe, kIsLt,
-  kLogicalAnd, kLogicalOr, kCount
+  kLogicalAnd, kLogicalOr,
+  // On the two's-complement integer values ([NKI] nl.bitwise_and / _or / _xor): integer
+  // destinations only (the trn dialect's verifiers refuse a float one).
+  kBitwiseAnd, kBitwiseOr, kBitwiseXor, kCount
 };
 inline constexpr std::array<std::string_view, static_cast<size_t>(AluOp::kCount)> kAluOpNames = {
     "add", "subtract", "multiply", "divide", "maximum", "minimum", "power", "is_equal", "not_equal", "is_ge", "is_gt",
-    "is_le", "is_lt", "logical_and", "logical_or"};
+    "is_le", "is_lt", "logical_and", "logical_or", "bitwise_and", "bitwise_or", "bitwise_xor"};
 enum class ReduceOp : uint32_t { kAdd, kMaximum, kMinimum, kCount };
 inline constexpr std::array<std::string_view, static_cast<size_t>(ReduceOp::kCount)> kReduceOpNames = {
     "add", "maximum", "minimum"};

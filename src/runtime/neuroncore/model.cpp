@@ -153,7 +153,9 @@ float Activation(ActFunc func, float x) {
   return std::nanf("");
 }
 
-// In fp32 for float destinations; in double (exact for integers) for integer destinations.
+// In fp32 for float destinations; in double (exact for integers) for integer destinations. The
+// bitwise ops act on the operands' integer values (ToInteger: a float operand holding one is
+// exact).
 template <typename T>
 T Alu(AluOp op, T a, T b) {
   const T nan = std::numeric_limits<T>::quiet_NaN();
@@ -173,6 +175,9 @@ T Alu(AluOp op, T a, T b) {
     case AluOp::kIsLt: return a < b;
     case AluOp::kLogicalAnd: return (a != 0) && (b != 0);
     case AluOp::kLogicalOr: return (a != 0) || (b != 0);
+    case AluOp::kBitwiseAnd: return static_cast<T>(ToInteger(a) & ToInteger(b));
+    case AluOp::kBitwiseOr: return static_cast<T>(ToInteger(a) | ToInteger(b));
+    case AluOp::kBitwiseXor: return static_cast<T>(ToInteger(a) ^ ToInteger(b));
     case AluOp::kCount: break;
   }
   return nan;
