@@ -578,6 +578,9 @@ double Lowerer::Fold(const std::string& op, double a, double b) {
   if (op == "is_lt") return a < b;
   if (op == "logical_and") return (a != 0) && (b != 0);
   if (op == "logical_or") return (a != 0) || (b != 0);
+  if (op == "bitwise_and") return static_cast<double>(static_cast<int64_t>(a) & static_cast<int64_t>(b));
+  if (op == "bitwise_or") return static_cast<double>(static_cast<int64_t>(a) | static_cast<int64_t>(b));
+  if (op == "bitwise_xor") return static_cast<double>(static_cast<int64_t>(a) ^ static_cast<int64_t>(b));
   return std::pow(a, b);
 }
 

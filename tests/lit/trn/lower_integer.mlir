@@ -172,3 +172,53 @@ func.func @view_of_arange(%y: memref<3x4xi64>) {
   }
   return
 }
+
+// -----
+
+// Bitwise and / or / xor of int64 tensors: the ALU's bitwise ops on the i32 tiles. A constant
+// becomes tensor_scalar's f32 immediate when it holds it exactly (bitwise_not is xor with -1);
+// one it cannot (2^30 + 1) is memset into an i32 tile, memset's value being exact.
+// CHECK-LABEL: func.func @bitwise
+// CHECK: trn.tensor_tensor %[[X:[^ ]*]], %[[Y:[^ ]*]], %[[AND:[^ ]*]] {op = "bitwise_and"{{.*}} : !trn.sbuf<16, [8], i32>, !trn.sbuf<16, [8], i32>, !trn.sbuf<16, [8], i32>
+// CHECK: trn.tensor_scalar %[[AND]], %[[OR:[^ ]*]] {imm = 2.550000e+02 : f32, op = "bitwise_or"{{.*}} : !trn.sbuf<16, [8], i32>, !trn.sbuf<16, [8], i32>
+// CHECK: trn.tensor_scalar %[[OR]], %[[NOT:[^ ]*]] {imm = -1.000000e+00 : f32, op = "bitwise_xor"{{.*}} : !trn.sbuf<16, [8], i32>, !trn.sbuf<16, [8], i32>
+// CHECK: trn.memset %[[BIG:[^ ]*]], 0x41D0000000400000 {{.*}} : !trn.sbuf<16, [8], i32>
+// CHECK: trn.tensor_tensor %[[NOT]], %[[BIG]], %[[R:[^ ]*]] {op = "bitwise_xor"{{.*}} : !trn.sbuf<16, [8], i32>, !trn.sbuf<16, [8], i32>, !trn.sbuf<16, [8], i32>
+// CHECK: trn.dma_copy %[[R]], %arg2 {{.*}} : !trn.sbuf<16, [8], i32>, memref<8x16xi64>
+#id = affine_map<(d0, d1) -> (d0, d1)>
+func.func @bitwise(%x: memref<8x16xi64>, %y: memref<8x16xi64>, %z: memref<8x16xi64>) {
+  linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%x, %y : memref<8x16xi64>, memref<8x16xi64>) outs(%z : memref<8x16xi64>) {
+  ^bb0(%a: i64, %b: i64, %o: i64):
+    %and = arith.andi %a, %b : i64
+    %mask = arith.constant 255 : i64
+    %or = arith.ori %mask, %and : i64
+    %ones = arith.constant -1 : i64
+    %not = arith.xori %or, %ones : i64
+    %big = arith.constant 1073741825 : i64
+    %xor = arith.xori %not, %big : i64
+    linalg.yield %xor : i64
+  }
+  return
+}
+
+// -----
+
+// The same ops on booleans (0 / 1 in i1 tiles) are the logical ones; xor is not_equal.
+// CHECK-LABEL: func.func @bool_bitwise
+// CHECK: trn.tensor_tensor %[[A:[^ ]*]], %[[B:[^ ]*]], %[[OR:[^ ]*]] {op = "logical_or"{{.*}} !trn.sbuf<16, [8], i1>
+// CHECK: trn.tensor_tensor %[[OR]], %[[B]], %[[X:[^ ]*]] {op = "not_equal"{{.*}} !trn.sbuf<16, [8], i1>
+// CHECK: trn.tensor_tensor %[[X]], %[[A]], %{{[^ ]*}} {op = "logical_and"{{.*}} !trn.sbuf<16, [8], i1>
+#id = affine_map<(d0, d1) -> (d0, d1)>
+func.func @bool_bitwise(%x: memref<8x16xi1>, %y: memref<8x16xi1>, %z: memref<8x16xi1>) {
+  linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%x, %y : memref<8x16xi1>, memref<8x16xi1>) outs(%z : memref<8x16xi1>) {
+  ^bb0(%a: i1, %b: i1, %o: i1):
+    %or = arith.ori %a, %b : i1
+    %xor = arith.xori %or, %b : i1
+    %and = arith.andi %xor, %a : i1
+    linalg.yield %and : i1
+  }
+  return
+}
+
