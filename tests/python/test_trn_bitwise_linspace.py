@@ -1,12 +1,15 @@
 """NEURON_TARGET=trn2: bitwise and / or / xor / not of integer and bool tensors (the ALU's
-bitwise_and / _or / _xor on integer tiles, the logical ops on booleans) run on the modeled
-NeuronCore, with results equal to PyTorch CPU's.
+bitwise_and / _or / _xor on integer tiles, the logical ops on booleans) and linspace run on the
+modeled NeuronCore, with results equal to PyTorch CPU's; linspace also compiled for the host.
 
 Before, a group with an integer `arith.ori` went to the host whole (host_group_reasons
-"'arith.ori' op integer bit operation has no trn lowering": hf/cpmant), docs/trn_pipeline.md.
+"'arith.ori' op integer bit operation has no trn lowering": hf/cpmant), and linspace.out had
+no lowering at all (unlowered_ops: hf/deformable_detr), docs/trn_pipeline.md.
 """
 import os
 import sys
+
+import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from helpers import TRN, last_json, ran_on_core, run_python  # noqa: E402
@@ -43,3 +46,59 @@ def test_bitwise_ops_of_integers_and_bools_on_trn2():
     assert dev["ops_on_host"] == 0 and dev["trn_internal_failures"] == 0, dev
     assert not dev["host_group_reasons"], dev["host_group_reasons"]
 
+
+LINSPACE = """
+    import json, torch, torch_trn
+    import numpy as np
+    cases = [(-1.5, 2.25, 37, torch.float32), (0.5, 63.5, 64, torch.float32), (3.0, -5.0, 10, torch.float32),
+             (2.0, 7.0, 1, torch.float32), (0.0, 1.0, 2, torch.float32), (1e-3, 1e3, 129, torch.float32),
+             (-3.7, 50.2, 20, torch.int64), (0, 10, 4, torch.int64), (5, -5, 7, torch.int32),
+             (-2.0, 3.0, 11, torch.bfloat16)]
+    def formula(start, end, steps, dtype):
+        # ATen's linspace kernel as scalar code: in f32 for float32 (half types: in f32, rounded
+        # once), in double from start and end truncated for integers. One step is start.
+        if steps == 1:
+            return torch.tensor([start], dtype=torch.float32 if dtype.is_floating_point else torch.float64).to(dtype)
+        if dtype.is_floating_point:
+            s, e = np.float32(start), np.float32(end)
+            step = (e - s) / np.float32(steps - 1)
+            v = [s + step * np.float32(i) if i < steps // 2 else e - step * np.float32(steps - 1 - i)
+                 for i in range(steps)]
+            return torch.tensor(np.array(v, dtype=np.float32)).to(dtype)
+        s, e = float(int(start)), float(int(end))
+        step = (e - s) / (steps - 1)
+        return torch.tensor([int(s + step * i) if i < steps // 2 else int(e - step * (steps - 1 - i))
+                             for i in range(steps)], dtype=dtype)
+    def f(dev, x):
+        # times a device tensor, so that the linspace is one op of a group
+        return [(torch.linspace(s, e, n, dtype=t, device=dev) * x[:n].to(t)).cpu() for s, e, n, t in cases]
+    x = torch.ones(200)
+    ref = f("cpu", x)
+    empty = torch.linspace(1.0, 2.0, 0, device="neuron").cpu()  # zero steps: nothing to write
+    torch_trn.reset_stats()
+    got = f("neuron", x.to("neuron"))
+    d = torch_trn.stats().get("device", {})
+    print(json.dumps({
+        "formula": [bool(torch.equal(g, formula(*c))) for g, c in zip(got, cases)],
+        "ref": [bool(torch.allclose(g.double(), r.double(), rtol=1e-6, atol=1e-6)) if c[3].is_floating_point
+                else bool(torch.equal(g, r)) for g, r, c in zip(got, ref, cases)],
+        "dtypes": [g.dtype == r.dtype for g, r in zip(got, ref)],
+        "empty": empty.shape == (0,) and empty.dtype == torch.float32, "dev": d}))
+"""
+
+
+@pytest.mark.parametrize("target", ["trn2", "host"])
+def test_linspace_is_atens_formula(target):
+    """Exactly ATen's scalar formula (its vectorized CPU loop may differ from it in the last bit of
+    a float: close to CPU there), integer outputs equal to CPU's."""
+    env = TRN if target == "trn2" else {"NEURON_MODE": "compile"}
+    out = last_json(run_python(LINSPACE, env=env, drop=("NEURON_TARGET",)))
+    assert all(out["formula"]), out["formula"]
+    assert all(out["ref"]), out["ref"]
+    assert all(out["dtypes"]), out["dtypes"]
+    assert out["empty"]
+    if target == "trn2":
+        dev = out["dev"]
+        assert "aten::linspace" in ran_on_core(dev), sorted(ran_on_core(dev))
+        assert dev["ops_on_host"] == 0 and dev["trn_internal_failures"] == 0, dev
+        assert not dev["host_group_reasons"], dev["host_group_reasons"]

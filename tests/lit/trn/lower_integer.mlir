@@ -222,3 +222,55 @@ func.func @bool_bitwise(%x: memref<8x16xi1>, %y: memref<8x16xi1>, %z: memref<8x1
   return
 }
 
+// -----
+
+// linspace(start, end, 7) as the front writes it (ops/shape.cpp): start and end are runtime
+// scalars (columns), the index one iota; start + step * i below the halfway index 3 and
+// end - step * (6 - i) from it (a subtraction from a column: negate, then add), one select.
+// CHECK-LABEL: func.func @linspace
+// CHECK: trn.dma_copy %arg0, %[[LO:[^ ]*]] {hbm_offset = 0 : i64{{.*}} !trn.sbuf<7, [1], f32>
+// CHECK: trn.dma_copy %arg0, %[[HI:[^ ]*]] {hbm_offset = 1 : i64{{.*}} !trn.sbuf<7, [1], f32>
+// CHECK: trn.tensor_tensor %[[HI]], %[[LO]], %[[D:[^ ]*]] {op = "subtract"
+// CHECK: trn.tensor_scalar %[[D]], %[[STEP:[^ ]*]] {imm = 6.000000e+00 : f32, op = "divide"
+// CHECK: trn.iota %[[I:[^ ]*]] {base = 0 : i64, partition_step = 1 : i64, step = 0 : i64{{.*}} : !trn.sbuf<7, [1], i32>
+// CHECK: trn.tensor_scalar %[[I]], %[[UP:[^ ]*]] column %[[STEP]] {op = "multiply"
+// CHECK: trn.tensor_scalar %[[UP]], %[[FIRST:[^ ]*]] column %[[LO]] {op = "add"
+// CHECK: trn.tensor_scalar %[[I]], %[[NI:[^ ]*]] {imm = -1.000000e+00 : f32, op = "multiply"
+// CHECK: trn.tensor_scalar %[[NI]], %[[BACK:[^ ]*]] {imm = 6.000000e+00 : f32, op = "add"
+// CHECK: trn.tensor_scalar %[[BACK]], %[[DOWN:[^ ]*]] column %[[STEP]] {op = "multiply"
+// CHECK: trn.tensor_scalar %[[DOWN]], %[[NDOWN:[^ ]*]] {imm = -1.000000e+00 : f32, op = "multiply"
+// CHECK: trn.tensor_scalar %[[NDOWN]], %[[SECOND:[^ ]*]] column %[[HI]] {op = "add"
+// CHECK: trn.tensor_scalar %[[I]], %[[LOW:[^ ]*]] {imm = 3.000000e+00 : f32, op = "is_lt"
+// CHECK: trn.tensor_copy %[[SECOND]], %[[R:[^ ]*]] {
+// CHECK: trn.copy_predicated %[[FIRST]], %[[LOW]], %[[R]]
+// CHECK: trn.dma_copy %[[R]], %arg1
+func.func @linspace(%params: memref<2xf64>, %y: memref<7xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %p0 = memref.load %params[%c0] : memref<2xf64>
+  %p1 = memref.load %params[%c1] : memref<2xf64>
+  linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]}
+      outs(%y : memref<7xf32>) {
+  ^bb0(%o: f32):
+    %lo = arith.truncf %p0 : f64 to f32
+    %hi = arith.truncf %p1 : f64 to f32
+    %n = arith.constant 6.0 : f32
+    %d = arith.subf %hi, %lo : f32
+    %step = arith.divf %d, %n : f32
+    %ix = linalg.index 0 : index
+    %i = arith.index_cast %ix : index to i64
+    %fi = arith.sitofp %i : i64 to f32
+    %up = arith.mulf %step, %fi : f32
+    %first = arith.addf %lo, %up : f32
+    %six = arith.constant 6 : i64
+    %back = arith.subi %six, %i : i64
+    %fb = arith.sitofp %back : i64 to f32
+    %down = arith.mulf %step, %fb : f32
+    %second = arith.subf %hi, %down : f32
+    %three = arith.constant 3 : i64
+    %low = arith.cmpi slt, %i, %three : i64
+    %r = arith.select %low, %first, %second : f32
+    linalg.yield %r : f32
+  }
+  return
+}
