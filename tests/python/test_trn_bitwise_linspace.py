@@ -1,6 +1,7 @@
 """NEURON_TARGET=trn2: bitwise and / or / xor / not of integer and bool tensors (the ALU's
-bitwise_and / _or / _xor on integer tiles, the logical ops on booleans) and linspace run on the
-modeled NeuronCore, with results equal to PyTorch CPU's; linspace also compiled for the host.
+bitwise_and / _or / _xor on integer tiles, the logical ops on booleans), signed shifts and
+linspace run on the modeled NeuronCore, with results equal to PyTorch CPU's; shifts and
+linspace also compiled for the host.
 
 Before, a group with an integer `arith.ori` went to the host whole (host_group_reasons
 "'arith.ori' op integer bit operation has no trn lowering": hf/cpmant), and linspace.out had
@@ -47,6 +48,47 @@ def test_bitwise_ops_of_integers_and_bools_on_trn2():
     assert not dev["host_group_reasons"], dev["host_group_reasons"]
 
 
+SHIFTS = """
+    import json, torch, torch_trn
+    g = torch.Generator().manual_seed(0)
+    a = torch.randint(-100_000, 100_000, (64, 40), generator=g)
+    s = torch.randint(-3, 70, (64, 40), generator=g)
+    counts = torch.tensor([-3, -1, 0, 1, 5, 27, 64, 65, 69, 1000])  # in and out of [0, 64)
+    o = counts[torch.randint(0, 10, (64, 40), generator=g)]
+    def f(dev):
+        A, S, O = a.to(dev), s.to(dev), o.to(dev)
+        A = A * 1
+        # counts outside [0, 64) shift everything out (ATen's kernels); a left shift whose int64
+        # result leaves int32's range would not fit the core's i32 tiles: small values there
+        r = {"shl": A << 3, "shr": A >> 2, "shl_t": torch.bitwise_left_shift(A, S.clamp(0, 12)), "shr_t": A >> S,
+             "shl_oor": (A & 7) << O, "shr_neg": torch.bitwise_right_shift(A, -1), "int32": (A.int() << 2) >> 1,
+             "shifted_scalar": 5 << S.clamp(0, 20)}
+        return {k: v.cpu() for k, v in r.items()}
+    ref = f("cpu")
+    torch_trn.reset_stats()
+    got = f("neuron")
+    d = torch_trn.stats().get("device", {})
+    print(json.dumps({"equal": {k: bool(torch.equal(got[k], ref[k])) for k in ref},
+                      "dtypes": {k: got[k].dtype == ref[k].dtype for k in ref}, "dev": d,
+                      "unlowered": torch_trn.stats()["unlowered_ops"]}))
+"""
+
+
+@pytest.mark.parametrize("target", ["trn2", "host"])
+def test_shifts_as_atens(target):
+    env = TRN if target == "trn2" else {"NEURON_MODE": "compile"}
+    out = last_json(run_python(SHIFTS, env=env, drop=("NEURON_TARGET",)))
+    assert all(out["equal"].values()), out["equal"]
+    assert all(out["dtypes"].values()), out["dtypes"]
+    assert not [op for op in out["unlowered"] if "shift" in op], out["unlowered"]
+    if target == "trn2":
+        dev = out["dev"]
+        assert {"aten::__lshift__", "aten::__rshift__", "aten::bitwise_left_shift", "aten::bitwise_right_shift"} \
+            <= ran_on_core(dev), sorted(ran_on_core(dev))
+        assert dev["ops_on_host"] == 0 and dev["trn_internal_failures"] == 0, dev
+        assert not dev["host_group_reasons"], dev["host_group_reasons"]
+
+
 LINSPACE = """
     import json, torch, torch_trn
     import numpy as np
@@ -83,7 +125,8 @@ LINSPACE = """
         "ref": [bool(torch.allclose(g.double(), r.double(), rtol=1e-6, atol=1e-6)) if c[3].is_floating_point
                 else bool(torch.equal(g, r)) for g, r, c in zip(got, ref, cases)],
         "dtypes": [g.dtype == r.dtype for g, r in zip(got, ref)],
-        "empty": empty.shape == (0,) and empty.dtype == torch.float32, "dev": d}))
+        "empty": empty.shape == (0,) and empty.dtype == torch.float32, "dev": d,
+        "unlowered": torch_trn.stats()["unlowered_ops"]}))
 """
 
 
@@ -97,6 +140,7 @@ def test_linspace_is_atens_formula(target):
     assert all(out["ref"]), out["ref"]
     assert all(out["dtypes"]), out["dtypes"]
     assert out["empty"]
+    assert not [op for op in out["unlowered"] if "linspace" in op], out["unlowered"]
     if target == "trn2":
         dev = out["dev"]
         assert "aten::linspace" in ran_on_core(dev), sorted(ran_on_core(dev))

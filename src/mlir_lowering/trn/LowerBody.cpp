@@ -261,12 +261,12 @@ LogicalResult Lowerer::LowerAffineIndex(mlir::AffineApplyOp op, const TileSpace&
   return success();
 }
 
-// Integer body ops (nullopt: not an integer op). Arithmetic and the bitwise and / or / xor
-// write i32 tiles, which the engines compute exactly (and / or / xor of booleans are the
-// logical ops); casts between integer widths and to float are free (tiles are read as values).
-// Unsigned division, shifts, float -> unsigned casts and truncation to i1 are refused by name;
-// float -> signed truncates toward zero from a rounded copy; signed division and remainders
-// are computed from a rounded fp32 quotient, corrected (IntDivide).
+// Integer body ops (nullopt: not an integer op). Arithmetic, the bitwise and / or / xor and
+// the signed shifts write i32 tiles, which the engines compute exactly (and / or / xor of
+// booleans are the logical ops); casts between integer widths and to float are free (tiles are
+// read as values). Unsigned division and right shifts, float -> unsigned casts and truncation
+// to i1 are refused by name; float -> signed truncates toward zero from a rounded copy; signed
+// division and remainders are computed from a rounded fp32 quotient, corrected (IntDivide).
 std::optional<LogicalResult> Lowerer::LowerIntegerOp(mlir::Operation& op, llvm::ArrayRef<Val> in, const TileSpace& t,
                                                      llvm::DenseMap<Value, Val>& vals) {
   auto set = [&](const Val& v) -> LogicalResult {
@@ -286,28 +286,41 @@ std::optional<LogicalResult> Lowerer::LowerIntegerOp(mlir::Operation& op, llvm::
     if (result.isInteger(1)) return refuse(&op) << "i1 arithmetic has no trn lowering";
     return set(Binary(bin->op, bin->swapped, in[0], in[1], t, element));
   }
-  if (mlir::isa<mlir::arith::AndIOp, mlir::arith::OrIOp, mlir::arith::XOrIOp>(op)) {
+  if (mlir::isa<mlir::arith::AndIOp, mlir::arith::OrIOp, mlir::arith::XOrIOp, mlir::arith::ShLIOp,
+                mlir::arith::ShRSIOp>(op)) {
     const bool and_ = mlir::isa<mlir::arith::AndIOp>(op), or_ = mlir::isa<mlir::arith::OrIOp>(op);
+    const bool shift = mlir::isa<mlir::arith::ShLIOp, mlir::arith::ShRSIOp>(op);
     // Booleans are 0 / 1 in i1 tiles: the logical ops (xor is not_equal). Wider integers: the
-    // ALU's bitwise ops on the i32 tile, exact for torch's int64 values that fit in 32 bits (as
-    // the arithmetic is), two's complement so that the DMA narrowing to an int8 / uint8
-    // tensor keeps the low bits (bitwise_not is xor with -1).
+    // ALU's bitwise ops and shifts on the i32 tile, exact for torch's int64 values that fit in
+    // 32 bits (as the arithmetic is), two's complement so that the DMA narrowing to an int8 /
+    // uint8 tensor keeps the low bits (bitwise_not is xor with -1). A shift count of 32 or more
+    // differs from arith's (poison there; torch's ops select around it: ops/elementwise.cpp).
     if (result.isInteger(1)) {
+      if (shift) return refuse(&op) << "i1 shift has no trn lowering";
       const char* name = and_ ? "logical_and" : or_ ? "logical_or" : "not_equal";
       return set(Binary(name, name, in[0], in[1], t));
     }
-    const char* name = and_ ? "bitwise_and" : or_ ? "bitwise_or" : "bitwise_xor";
-    // tensor_scalar's immediate is f32: a constant it cannot hold exactly is memset into an
-    // i32 tile instead (memset's value is exact).
+    const char* name = and_                                  ? "bitwise_and"
+                       : or_                                 ? "bitwise_or"
+                       : mlir::isa<mlir::arith::XOrIOp>(op)  ? "bitwise_xor"
+                       : mlir::isa<mlir::arith::ShLIOp>(op)  ? "logical_shift_left"
+                                                             : "arith_shift_right";
+    // tensor_scalar's immediate is f32, and a memset constant operand otherwise goes into an
+    // f32 tile: a constant f32 cannot hold exactly is memset into an i32 tile instead (memset's
+    // value is exact).
     Val l = in[0], r = in[1];
-    if (l.kind() == Kind::kConst) std::swap(l, r);  // all three commute
-    if (l.kind() != Kind::kConst && r.kind() == Kind::kConst &&
-        static_cast<double>(static_cast<float>(*r.constant)) != *r.constant) {
-      Value tile = NewTile(t, l.kind(), element);
-      Make<MemsetOp>(tile, b_.getF64FloatAttr(*r.constant));
-      r = Wrap(tile, l.kind());
+    if (!shift && l.kind() == Kind::kConst) std::swap(l, r);  // and, or, xor commute
+    for (Val* c : {&l, &r}) {
+      const Val& other = c == &l ? r : l;
+      if (c->kind() != Kind::kConst || other.kind() == Kind::kConst ||
+          static_cast<double>(static_cast<float>(*c->constant)) == *c->constant) {
+        continue;
+      }
+      Value tile = NewTile(t, other.kind(), element);
+      Make<MemsetOp>(tile, b_.getF64FloatAttr(*c->constant));
+      *c = Wrap(tile, other.kind());
     }
-    return set(Binary(name, name, l, r, t, element));
+    return set(Binary(name, shift ? "" : name, l, r, t, element));
   }
   if (mlir::isa<mlir::math::AbsIOp>(op)) {  // in i32 tiles
     if (in[0].kind() == Kind::kConst) return set(Val::Const(std::abs(*in[0].constant)));
@@ -365,8 +378,8 @@ std::optional<LogicalResult> Lowerer::LowerIntegerOp(mlir::Operation& op, llvm::
     return set(IntDivide(mlir::isa<mlir::arith::RemSIOp>(op), mlir::isa<mlir::arith::FloorDivSIOp>(op), in[0], in[1], t));
   }
   if (mlir::isa<mlir::arith::TruncIOp, mlir::arith::DivSIOp, mlir::arith::DivUIOp, mlir::arith::RemSIOp,
-                mlir::arith::RemUIOp, mlir::arith::FloorDivSIOp, mlir::arith::CeilDivSIOp, mlir::arith::ShLIOp,
-                mlir::arith::ShRSIOp, mlir::arith::ShRUIOp, mlir::arith::FPToSIOp, mlir::arith::FPToUIOp>(op)) {
+                mlir::arith::RemUIOp, mlir::arith::FloorDivSIOp, mlir::arith::CeilDivSIOp, mlir::arith::ShRUIOp,
+                mlir::arith::FPToSIOp, mlir::arith::FPToUIOp>(op)) {
     return refuse(&op) << "has no trn lowering";
   }
   return std::nullopt;

@@ -261,10 +261,15 @@ mlir::LogicalResult WithTile(mlir::Type t, F&& f) {
   return f(t.cast<PsumTileType>());
 }
 
-// The ALU's bitwise ops act on integers: their result is an integer tile (an operand may be a
-// float tile holding integral values, as an integer runtime scalar is passed).
+// The ALU's bitwise ops and shifts act on integers.
+bool IsBitwise(llvm::StringRef name) {
+  return name.startswith("bitwise_") || name == "logical_shift_left" || name == "arith_shift_right";
+}
+
+// A bitwise op's result is an integer tile (an operand may be a float tile holding integral
+// values, as an integer runtime scalar is passed).
 mlir::LogicalResult VerifyBitwise(mlir::Operation* op, llvm::StringRef name, SbufTileType dst) {
-  if (!name.startswith("bitwise_") || dst.getElementType().isa<mlir::IntegerType>()) return mlir::success();
+  if (!IsBitwise(name) || dst.getElementType().isa<mlir::IntegerType>()) return mlir::success();
   return op->emitOpError("'") << name << "' writes an integer tile, got " << dst.getElementType();
 }
 
@@ -358,7 +363,7 @@ mlir::LogicalResult TensorScalarOp::verify() {
     return emitOpError("takes exactly one scalar: an `imm` attribute or a `column` tile");
   }
   if (failed(VerifyBitwise(*this, getOp(), getDst().getType().cast<SbufTileType>()))) return mlir::failure();
-  if (getOp().startswith("bitwise_") && getImm() && std::trunc(getImm()->convertToDouble()) != getImm()->convertToDouble()) {
+  if (IsBitwise(getOp()) && getImm() && std::trunc(getImm()->convertToDouble()) != getImm()->convertToDouble()) {
     return emitOpError("'") << getOp() << "' takes an integral immediate, got " << getImm()->convertToDouble();
   }
   const Shape d = ShapeOf(getDst().getType());

@@ -27,7 +27,8 @@
 
 namespace trn::runtime::neuroncore {
 
-// 2: DType kI64, Opcode kDmaGather; 3: kDmaScatterAdd; 4: AluOp bitwise_and / bitwise_or / bitwise_xor
+// 2: DType kI64, Opcode kDmaGather; 3: kDmaScatterAdd; 4: AluOp bitwise_and / _or / _xor and the
+// shifts
 inline constexpr uint32_t kStreamFormatVersion = 4;
 
 enum class Engine : uint8_t { kTensor = 0, kVector = 1, kScalar = 2, kGpSimd = 3, kDma = 4 };
@@ -92,13 +93,16 @@ inline constexpr std::array<std::string_view, static_cast<size_t>(ActFunc::kCoun
 enum class AluOp : uint32_t {
   kAdd, kSubtract, kMultiply, kDivide, kMaximum, kMinimum, kPower, kIsEqual, kNotEqual, kIsGe, kIsGt, kIsLe, kIsLt,
   kLogicalAnd, kLogicalOr,
-  // On the two's-complement integer values ([NKI] nl.bitwise_and / _or / _xor): integer
-  // destinations only (the trn dialect's verifiers refuse a float one).
-  kBitwiseAnd, kBitwiseOr, kBitwiseXor, kCount
+  // On the two's-complement integer values ([COMMON] ALU ops; NKI's nl.bitwise_and / _or / _xor,
+  // nl.left_shift, nl.right_shift): integer destinations only (the trn dialect's verifiers
+  // refuse a float one). The shifts are the 32-bit ALU's: a count outside [0, 31] shifts
+  // everything out (0 to the left, the sign to the right).
+  kBitwiseAnd, kBitwiseOr, kBitwiseXor, kLogicalShiftLeft, kArithShiftRight, kCount
 };
 inline constexpr std::array<std::string_view, static_cast<size_t>(AluOp::kCount)> kAluOpNames = {
     "add", "subtract", "multiply", "divide", "maximum", "minimum", "power", "is_equal", "not_equal", "is_ge", "is_gt",
-    "is_le", "is_lt", "logical_and", "logical_or", "bitwise_and", "bitwise_or", "bitwise_xor"};
+    "is_le", "is_lt", "logical_and", "logical_or", "bitwise_and", "bitwise_or", "bitwise_xor",
+    "logical_shift_left", "arith_shift_right"};
 enum class ReduceOp : uint32_t { kAdd, kMaximum, kMinimum, kCount };
 inline constexpr std::array<std::string_view, static_cast<size_t>(ReduceOp::kCount)> kReduceOpNames = {
     "add", "maximum", "minimum"};

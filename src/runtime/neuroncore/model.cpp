@@ -154,8 +154,8 @@ float Activation(ActFunc func, float x) {
 }
 
 // In fp32 for float destinations; in double (exact for integers) for integer destinations. The
-// bitwise ops act on the operands' integer values (ToInteger: a float operand holding one is
-// exact).
+// bitwise ops and shifts act on the operands' integer values (ToInteger: a float operand
+// holding one is exact); a left shift is the 32-bit ALU's, wrapping to int32.
 template <typename T>
 T Alu(AluOp op, T a, T b) {
   const T nan = std::numeric_limits<T>::quiet_NaN();
@@ -178,6 +178,14 @@ T Alu(AluOp op, T a, T b) {
     case AluOp::kBitwiseAnd: return static_cast<T>(ToInteger(a) & ToInteger(b));
     case AluOp::kBitwiseOr: return static_cast<T>(ToInteger(a) | ToInteger(b));
     case AluOp::kBitwiseXor: return static_cast<T>(ToInteger(a) ^ ToInteger(b));
+    case AluOp::kLogicalShiftLeft: {
+      const int64_t n = ToInteger(b);
+      return n < 0 || n > 31 ? T(0) : static_cast<T>(static_cast<int32_t>(static_cast<uint32_t>(ToInteger(a)) << n));
+    }
+    case AluOp::kArithShiftRight: {
+      const int64_t n = ToInteger(b);
+      return static_cast<T>(ToInteger(a) >> (n < 0 || n > 31 ? 63 : n));
+    }
     case AluOp::kCount: break;
   }
   return nan;

@@ -202,6 +202,34 @@ func.func @bitwise(%x: memref<8x16xi64>, %y: memref<8x16xi64>, %z: memref<8x16xi
   return
 }
 
+
+// -----
+
+// Signed shifts: the ALU's logical_shift_left and arith_shift_right on the i32 tiles (an
+// immediate count, or a tile of counts; a shifted constant is materialized). Unsigned right
+// shifts (shrui) are refused by name (lower_errors.mlir).
+// CHECK-LABEL: func.func @shifts
+// CHECK: trn.tensor_scalar %[[X:[^ ]*]], %[[L:[^ ]*]] {imm = 3.000000e+00 : f32, op = "logical_shift_left"{{.*}} : !trn.sbuf<16, [8], i32>, !trn.sbuf<16, [8], i32>
+// CHECK: trn.tensor_tensor %[[L]], %[[Y:[^ ]*]], %[[R:[^ ]*]] {op = "arith_shift_right"{{.*}} : !trn.sbuf<16, [8], i32>, !trn.sbuf<16, [8], i32>, !trn.sbuf<16, [8], i32>
+// CHECK: trn.memset %[[FIVE:[^ ]*]], 5.000000e+00
+// CHECK: trn.tensor_tensor %[[FIVE]], %[[Y]], %[[C:[^ ]*]] {op = "logical_shift_left"
+// CHECK: trn.tensor_tensor %[[R]], %[[C]], %{{[^ ]*}} {op = "add"
+#id = affine_map<(d0, d1) -> (d0, d1)>
+func.func @shifts(%x: memref<8x16xi64>, %y: memref<8x16xi64>, %z: memref<8x16xi64>) {
+  linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%x, %y : memref<8x16xi64>, memref<8x16xi64>) outs(%z : memref<8x16xi64>) {
+  ^bb0(%a: i64, %b: i64, %o: i64):
+    %three = arith.constant 3 : i64
+    %l = arith.shli %a, %three : i64
+    %r = arith.shrsi %l, %b : i64
+    %five = arith.constant 5 : i64
+    %c = arith.shli %five, %b : i64
+    %s = arith.addi %r, %c : i64
+    linalg.yield %s : i64
+  }
+  return
+}
+
 // -----
 
 // The same ops on booleans (0 / 1 in i1 tiles) are the logical ones; xor is not_equal.
