@@ -118,6 +118,7 @@ def shape():
         record("cat", lambda: (dev(2, 3), dev(4, 3)), lambda a, b: torch.cat([a, b]) * 2),
         record("flip_permute", lambda: (dev(2, 3, 4),), lambda x: x.flip(1).permute(2, 0, 1) + 1),
         record("arange", lambda: (dev(10),), lambda x: x + torch.arange(10, device=DEV)),
+        record("linspace", lambda: (dev(7),), lambda x: x * torch.linspace(0.5, 6.5, 7, device=DEV)),
         record("slice_write", lambda: (dev(4, 5), dev(4, 2)), slice_write),
     ]
 

@@ -286,6 +286,8 @@ Scalar ScalarBuilder::Min(const Scalar& a, const Scalar& b) {
 Scalar ScalarBuilder::And(const Scalar& a, const Scalar& b) { return Arith("arith.andi", "arith.andi", "arith.andi", a, b); }
 Scalar ScalarBuilder::Or(const Scalar& a, const Scalar& b) { return Arith("arith.ori", "arith.ori", "arith.ori", a, b); }
 Scalar ScalarBuilder::Xor(const Scalar& a, const Scalar& b) { return Arith("arith.xori", "arith.xori", "arith.xori", a, b); }
+Scalar ScalarBuilder::ShiftLeft(const Scalar& a, const Scalar& b) { return Arith("arith.shli", "arith.shli", "arith.shli", a, b); }
+Scalar ScalarBuilder::ShiftRight(const Scalar& a, const Scalar& b) { return Arith("arith.shrsi", "arith.shrsi", "arith.shrui", a, b); }
 
 Scalar ScalarBuilder::Neg(const Scalar& a) {
   if (KindOf(a.dtype) == Kind::kFloat) {

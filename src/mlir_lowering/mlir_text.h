@@ -115,6 +115,9 @@ class ScalarBuilder {
   Scalar Or(const Scalar& a, const Scalar& b);
   Scalar Xor(const Scalar& a, const Scalar& b);
   Scalar Not(const Scalar& a);  // bool: logical not; ints: bitwise not
+  // Integer shifts by b (arith.shli / shrsi / shrui: poison for b outside [0, bits)).
+  Scalar ShiftLeft(const Scalar& a, const Scalar& b);
+  Scalar ShiftRight(const Scalar& a, const Scalar& b);  // arithmetic for signed dtypes
   Scalar IsNan(const Scalar& a);
   // A float math-dialect op by name ("math.exp"...): unary, or binary when b is given.
   Scalar Math(absl::string_view op, const Scalar& a);

@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <utility>
 #include <vector>
 
 #include <catch2/catch.hpp>
@@ -339,4 +340,64 @@ TEST_CASE("dma_scatter_add adds rows by index in partition order", "[model]") {
   REQUIRE_FALSE(bad.ok());
   CHECK(bad.status().code() == absl::StatusCode::kOutOfRange);
   CHECK(bad.status().message().find("dma_scatter_add: index 5 is out of range for a table of 5 rows") != std::string::npos);
+}
+
+TEST_CASE("bitwise and, or, xor and the shifts act on the two's-complement integer values", "[model]") {
+  // int64 HBM -> i32 tiles; x & y, x | y, x ^ y tile by tile, x ^ -1 (bitwise not), x & 0xf0 and
+  // shifts with an immediate; negative values and values beyond 2^24 included; each result
+  // stored back.
+  const std::vector<int64_t> x = {12, -7, 16777217, -1, 0, 1 << 30};
+  const std::vector<int64_t> y = {10, 5, 16777219, 123456789, -3, 3};
+  const int n = static_cast<int>(x.size());
+  std::vector<std::vector<int64_t>> out(9, std::vector<int64_t>(n, 0));
+  nc::InstructionStream s;
+  s.buffers = {{nc::Space::kHbm, nc::DType::kI64, 0, 0, 48, 0, 0}, {nc::Space::kHbm, nc::DType::kI64, 0, 0, 48, 0, 1},
+               {nc::Space::kSbuf, nc::DType::kI32, 6, 0, 4, 0, -1}, {nc::Space::kSbuf, nc::DType::kI32, 6, 0, 4, 64, -1}};
+  std::vector<nc::HostBinding> bind = {{const_cast<int64_t*>(x.data()), 48}, {const_cast<int64_t*>(y.data()), 48}};
+  Q(s, nc::Engine::kDma) = {Instr(nc::Opcode::kDmaCopy, {Rows(0, 6, 1, 1), Rows(2, 6, 1)}),
+                            Instr(nc::Opcode::kDmaCopy, {Rows(1, 6, 1, 1), Rows(3, 6, 1)}), Sync(nc::Opcode::kSignal, 0),
+                            Sync(nc::Opcode::kWait, 1, 1)};
+  Q(s, nc::Engine::kVector) = {Sync(nc::Opcode::kWait, 0, 1)};
+  auto result = [&](nc::Instruction in) {  // into a fresh tile, then HBM binding 2 + k
+    const uint32_t tile = static_cast<uint32_t>(s.buffers.size()), hbm = tile + 1;
+    const int32_t binding = static_cast<int32_t>(bind.size());
+    s.buffers.push_back({nc::Space::kSbuf, nc::DType::kI32, 6, 0, 4, 128 + 64 * static_cast<uint64_t>(binding), -1});
+    s.buffers.push_back({nc::Space::kHbm, nc::DType::kI64, 0, 0, 48, 0, binding});
+    bind.push_back({out[binding - 2].data(), 48});
+    in.operands.push_back(Rows(tile, 6, 1));
+    Q(s, nc::Engine::kVector).push_back(in);
+    Q(s, nc::Engine::kDma).push_back(Instr(nc::Opcode::kDmaCopy, {Rows(tile, 6, 1), Rows(hbm, 6, 1, 1)}));
+  };
+  for (nc::AluOp op : {nc::AluOp::kBitwiseAnd, nc::AluOp::kBitwiseOr, nc::AluOp::kBitwiseXor}) {
+    nc::Instruction in = Instr(nc::Opcode::kTensorTensor, {Rows(2, 6, 1), Rows(3, 6, 1)});
+    in.func = static_cast<uint32_t>(op);
+    result(in);
+  }
+  const std::pair<nc::AluOp, double> scalar_ops[] = {
+      {nc::AluOp::kBitwiseXor, -1.0},        {nc::AluOp::kBitwiseAnd, 240.0},
+      {nc::AluOp::kLogicalShiftLeft, 1.0},   {nc::AluOp::kArithShiftRight, 3.0},
+      {nc::AluOp::kLogicalShiftLeft, 32.0},  {nc::AluOp::kArithShiftRight, 40.0}};
+  for (const auto& [op, imm] : scalar_ops) {
+    nc::Instruction in = Instr(nc::Opcode::kTensorScalar, {Rows(2, 6, 1)});
+    in.func = static_cast<uint32_t>(op);
+    in.imm = imm;
+    result(in);
+  }
+  Q(s, nc::Engine::kVector).push_back(Sync(nc::Opcode::kSignal, 1));  // the stores wait for it
+  absl::StatusOr<nc::RunReport> r = nc::Run(s, kTrn2, bind);
+  REQUIRE(r.ok());
+  for (int i = 0; i < n; ++i) {
+    CHECK(out[0][i] == (x[i] & y[i]));
+    CHECK(out[1][i] == (x[i] | y[i]));
+    CHECK(out[2][i] == (x[i] ^ y[i]));
+    CHECK(out[3][i] == ~x[i]);
+    CHECK(out[4][i] == (x[i] & 0xf0));
+    // The shifts are the 32-bit ALU's: x << 1 wraps to int32 (2^30 << 1 is -2^31), a count
+    // outside [0, 31] shifts everything out (0 to the left, the sign to the right).
+    CHECK(out[5][i] == static_cast<int32_t>(static_cast<uint32_t>(x[i]) << 1));
+    CHECK(out[6][i] == (x[i] >> 3));
+    CHECK(out[7][i] == 0);
+    CHECK(out[8][i] == (x[i] < 0 ? -1 : 0));
+  }
+  CHECK(nc::FromName<nc::AluOp>(nc::kAluOpNames, "bitwise_xor") == nc::AluOp::kBitwiseXor);
 }

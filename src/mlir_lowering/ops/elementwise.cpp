@@ -276,6 +276,26 @@ absl::Status BitwiseNot(GroupLowering& g, const runtime::OpRecord&) {
   return PointwiseResult(g, {"self"}, kAuto, [](ScalarBuilder& b, const Args& a) { return b.Not(a[0]); });
 }
 
+// bitwise_left_shift / bitwise_right_shift (and __lshift__ / __rshift__): as ATen's kernels, a
+// shift count outside [0, bits of the dtype) shifts everything out (0, or the sign for a right
+// shift of a signed dtype), where arith's shifts would be poison.
+absl::Status Shift(GroupLowering& g, bool left) {
+  at::Tensor dst = g.Destination(0);
+  if (!dst.defined() || IsFloat(dst.scalar_type()) || dst.scalar_type() == c10::kBool) {
+    return absl::UnimplementedError("shift of floats or booleans");
+  }
+  const int64_t bits = static_cast<int64_t>(c10::elementSize(dst.scalar_type())) * 8;
+  const bool is_signed = c10::isSignedType(dst.scalar_type());
+  return PointwiseResult(g, {"self", "other"}, kAuto, [=](ScalarBuilder& b, const Args& a) {
+    const c10::ScalarType t = a[0].dtype;
+    const Scalar out = b.Or(b.Cmp(Cmp::kLt, a[1], b.Constant(0, t)), b.Cmp(Cmp::kGe, a[1], b.Constant(bits, t)));
+    const Scalar all = left || !is_signed ? b.Constant(0, t) : b.ShiftRight(a[0], b.Constant(bits - 1, t));
+    return b.Select(out, all, left ? b.ShiftLeft(a[0], a[1]) : b.ShiftRight(a[0], a[1]));
+  });
+}
+absl::Status LeftShift(GroupLowering& g, const runtime::OpRecord&) { return Shift(g, true); }
+absl::Status RightShift(GroupLowering& g, const runtime::OpRecord&) { return Shift(g, false); }
+
 // result = cond ? a : b, with cond read as bool and a, b cast to the destination's dtype.
 absl::Status SelectOf(GroupLowering& g, absl::string_view cond, absl::string_view a, absl::string_view b) {
   at::Tensor dst = g.Destination(0);
@@ -621,6 +641,10 @@ void PopulateElementwise(LoweringRegistry& r) {
   r.Register("aten::bitwise_or", f, BitwiseOr);
   r.Register("aten::bitwise_xor", f, BitwiseXor);
   r.Register("aten::bitwise_not", f, BitwiseNot);
+  r.Register("aten::bitwise_left_shift", f, LeftShift);
+  r.Register("aten::bitwise_right_shift", f, RightShift);
+  r.Register("aten::__lshift__", f, LeftShift);
+  r.Register("aten::__rshift__", f, RightShift);
   r.Register("aten::where", f, Where);
   r.Register("aten::masked_fill", f, MaskedFill);
   r.Register("aten::clamp", f, Clamp);

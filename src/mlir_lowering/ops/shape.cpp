@@ -1,4 +1,4 @@
-// Shape ops that move data: concatenation, flips, index ramps (arange), the gradient of a
+// Shape ops that move data: concatenation, flips, index ramps (arange, linspace), the gradient of a
 // select (select_backward). Views themselves are
 // never recorded (they only change metadata); reads through them become affine index maps
 // (group_lowering.h), so a flip is a view with a negative coefficient and costs nothing until
@@ -100,6 +100,53 @@ absl::Status Arange(GroupLowering& g, const runtime::OpRecord&) {
   });
 }
 
+// linspace(start, end, steps, out), as ATen's linspace kernel (RangeFactoriesKernel.cpp): step =
+// (end - start) / (steps - 1); out[i] = start + step * i for the first half (i < steps / 2) and
+// end - step * (steps - 1 - i) for the second, so that both ends are exact. Floating outputs
+// compute in their own dtype (half ones in f32, rounded once); integer outputs truncate start
+// and end to the dtype, compute in double and truncate the result toward zero. steps == 1 is
+// start; steps == 0 writes nothing. start and end are runtime scalars (or 0-d tensors) for
+// floating outputs. (ATen's vectorized CPU loop adds the step to the first element of each
+// vector instead, which can differ in the last bit: CUDA's kernel and this are the formula.)
+absl::Status Linspace(GroupLowering& g, const runtime::OpRecord&) {
+  at::Tensor dst = g.Destination(0);
+  if (!dst.defined() || dst.dim() != 1) {
+    return absl::UnimplementedError("linspace into a non-1-d destination");
+  }
+  const int64_t steps = dst.size(0);
+  const c10::ScalarType t = dst.scalar_type();
+  if (t == c10::kBool || c10::isComplexType(t)) {
+    return absl::UnimplementedError("linspace into a bool or complex tensor");
+  }
+  const bool integer = !c10::isFloatingType(t);
+  const c10::ScalarType acc = integer || t == c10::kDouble ? c10::kDouble : c10::kFloat;
+  // An integer output truncates a scalar start and end at compile time (in the group key): a
+  // runtime scalar converted in the body would reach the trn lowering as a column, which it
+  // takes to hold an integer already (trn/LowerBody.cpp, fptosi).
+  auto operand = [&](absl::string_view name) -> absl::StatusOr<Operand> {
+    TRN_ASSIGN_OR_RETURN(c10::IValue v, g.Arg(name));
+    if (integer && v.isScalar()) return Operand::Const(v.toScalar().to<int64_t>(), c10::kLong);
+    return ArgOperand(g, name);
+  };
+  TRN_ASSIGN_OR_RETURN(Operand start, operand("start"));
+  TRN_ASSIGN_OR_RETURN(Operand end, operand("end"));
+  auto body = [=](ScalarBuilder& b, const std::vector<Scalar>& a) {
+    // ATen first converts start and end to the output's dtype (scalar_t).
+    auto as_output = [&](const Scalar& x) { return b.Cast(integer ? b.Cast(x, t) : b.Round(b.Cast(x, t)), acc); };
+    const Scalar lo = as_output(a[0]);
+    if (steps == 1) {
+      return b.Cast(lo, t);
+    }
+    const Scalar hi = as_output(a[1]);
+    const Scalar step = b.Div(b.Sub(hi, lo), b.Constant(steps - 1, acc));
+    const Scalar i = b.LoopIndex(0);
+    const Scalar first = b.Add(lo, b.Mul(step, b.Cast(i, acc)));
+    const Scalar last = b.Sub(hi, b.Mul(step, b.Cast(b.Sub(b.Constant(steps - 1, c10::kLong), i), acc)));
+    return b.Cast(b.Select(b.Cmp(Cmp::kLt, i, b.Constant(steps / 2, c10::kLong)), first, last), t);
+  };
+  return g.WriteResult(0, g.Pointwise({start, end}, {steps}, t, body));
+}
+
 // select_backward(grad_output, input_sizes, dim, index): zeros of input_sizes except the slice
 // `index` along `dim`, which is grad_output. Pointwise over the result: grad_output placed in the
 // result's dims with size 1 at dim (PlaceDims: broadcast along it), kept where the loop index
@@ -146,6 +193,7 @@ void PopulateShape(LoweringRegistry& r) {
   r.Register("aten::cat", f, Cat);
   r.Register("aten::flip", f, Flip);
   r.Register("aten::arange", f, Arange);
+  r.Register("aten::linspace", f, Linspace);
   r.Register("aten::select_backward", f, SelectBackward);
 }
 

@@ -1,11 +1,12 @@
 // trn-lower-linalg: one linalg.generic body op on a tile (LowerLinalgImpl.h): float arithmetic,
-// comparisons and functions; integer arithmetic and comparisons on i32 tiles (torch's int64
-// tensors are carried as i32 on the core); linalg.index as a GpSimd iota; the combine of a
-// reducing generic (MatchCombine).
+// comparisons and functions; integer arithmetic, bitwise ops and comparisons on i32 tiles
+// (torch's int64 tensors are carried as i32 on the core); linalg.index as a GpSimd iota; the
+// combine of a reducing generic (MatchCombine).
 #include <cmath>
 #include <limits>
 #include <optional>
 #include <string>
+#include <utility>
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -45,13 +46,6 @@ LogicalResult Lowerer::LowerBodyOp(mlir::Operation& op, const TileSpace& t, llvm
   else if (mlir::isa<mlir::arith::MinFOp>(op)) bin = BinaryName{"minimum", "minimum"};
   else if (mlir::isa<mlir::math::PowFOp>(op)) bin = BinaryName{"power", ""};
   if (bin) return set(Binary(bin->op, bin->swapped, in[0], in[1], t));
-  if (mlir::isa<mlir::arith::AndIOp, mlir::arith::OrIOp, mlir::arith::XOrIOp>(op)) {
-    if (!op.getResult(0).getType().isInteger(1)) return refuse(&op) << "integer bit operation has no trn lowering";
-    const char* name = mlir::isa<mlir::arith::AndIOp>(op) ? "logical_and"
-                       : mlir::isa<mlir::arith::OrIOp>(op) ? "logical_or"
-                                                           : "not_equal";
-    return set(Binary(name, name, in[0], in[1], t));
-  }
   if (auto cmp = mlir::dyn_cast<mlir::arith::CmpFOp>(op)) return set(Compare(cmp.getPredicate(), in[0], in[1], t));
   if (mlir::isa<mlir::arith::SelectOp>(op)) return set(Select(in[0], in[1], in[2], t, DeviceType(op.getResult(0).getType())));
   if (mlir::isa<mlir::arith::NegFOp>(op)) {
@@ -267,11 +261,12 @@ LogicalResult Lowerer::LowerAffineIndex(mlir::AffineApplyOp op, const TileSpace&
   return success();
 }
 
-// Integer body ops (nullopt: not an integer op). Arithmetic writes i32 tiles, which the
-// engines compute exactly; casts between integer widths and to float are free (tiles are read
-// as values). Unsigned division, shifts and float -> integer casts of tiles (truncation
-// toward zero, which no instruction here does) are refused by name; signed division and
-// remainders are computed from a rounded fp32 quotient, corrected (IntDivide).
+// Integer body ops (nullopt: not an integer op). Arithmetic, the bitwise and / or / xor and
+// the signed shifts write i32 tiles, which the engines compute exactly (and / or / xor of
+// booleans are the logical ops); casts between integer widths and to float are free (tiles are
+// read as values). Unsigned division and right shifts, float -> unsigned casts and truncation
+// to i1 are refused by name; float -> signed truncates toward zero from a rounded copy; signed
+// division and remainders are computed from a rounded fp32 quotient, corrected (IntDivide).
 std::optional<LogicalResult> Lowerer::LowerIntegerOp(mlir::Operation& op, llvm::ArrayRef<Val> in, const TileSpace& t,
                                                      llvm::DenseMap<Value, Val>& vals) {
   auto set = [&](const Val& v) -> LogicalResult {
@@ -290,6 +285,42 @@ std::optional<LogicalResult> Lowerer::LowerIntegerOp(mlir::Operation& op, llvm::
   if (bin) {
     if (result.isInteger(1)) return refuse(&op) << "i1 arithmetic has no trn lowering";
     return set(Binary(bin->op, bin->swapped, in[0], in[1], t, element));
+  }
+  if (mlir::isa<mlir::arith::AndIOp, mlir::arith::OrIOp, mlir::arith::XOrIOp, mlir::arith::ShLIOp,
+                mlir::arith::ShRSIOp>(op)) {
+    const bool and_ = mlir::isa<mlir::arith::AndIOp>(op), or_ = mlir::isa<mlir::arith::OrIOp>(op);
+    const bool shift = mlir::isa<mlir::arith::ShLIOp, mlir::arith::ShRSIOp>(op);
+    // Booleans are 0 / 1 in i1 tiles: the logical ops (xor is not_equal). Wider integers: the
+    // ALU's bitwise ops and shifts on the i32 tile, exact for torch's int64 values that fit in
+    // 32 bits (as the arithmetic is), two's complement so that the DMA narrowing to an int8 /
+    // uint8 tensor keeps the low bits (bitwise_not is xor with -1). A shift count of 32 or more
+    // differs from arith's (poison there; torch's ops select around it: ops/elementwise.cpp).
+    if (result.isInteger(1)) {
+      if (shift) return refuse(&op) << "i1 shift has no trn lowering";
+      const char* name = and_ ? "logical_and" : or_ ? "logical_or" : "not_equal";
+      return set(Binary(name, name, in[0], in[1], t));
+    }
+    const char* name = and_                                  ? "bitwise_and"
+                       : or_                                 ? "bitwise_or"
+                       : mlir::isa<mlir::arith::XOrIOp>(op)  ? "bitwise_xor"
+                       : mlir::isa<mlir::arith::ShLIOp>(op)  ? "logical_shift_left"
+                                                             : "arith_shift_right";
+    // tensor_scalar's immediate is f32, and a memset constant operand otherwise goes into an
+    // f32 tile: a constant f32 cannot hold exactly is memset into an i32 tile instead (memset's
+    // value is exact).
+    Val l = in[0], r = in[1];
+    if (!shift && l.kind() == Kind::kConst) std::swap(l, r);  // and, or, xor commute
+    for (Val* c : {&l, &r}) {
+      const Val& other = c == &l ? r : l;
+      if (c->kind() != Kind::kConst || other.kind() == Kind::kConst ||
+          static_cast<double>(static_cast<float>(*c->constant)) == *c->constant) {
+        continue;
+      }
+      Value tile = NewTile(t, other.kind(), element);
+      Make<MemsetOp>(tile, b_.getF64FloatAttr(*c->constant));
+      *c = Wrap(tile, other.kind());
+    }
+    return set(Binary(name, shift ? "" : name, l, r, t, element));
   }
   if (mlir::isa<mlir::math::AbsIOp>(op)) {  // in i32 tiles
     if (in[0].kind() == Kind::kConst) return set(Val::Const(std::abs(*in[0].constant)));
@@ -347,8 +378,8 @@ std::optional<LogicalResult> Lowerer::LowerIntegerOp(mlir::Operation& op, llvm::
     return set(IntDivide(mlir::isa<mlir::arith::RemSIOp>(op), mlir::isa<mlir::arith::FloorDivSIOp>(op), in[0], in[1], t));
   }
   if (mlir::isa<mlir::arith::TruncIOp, mlir::arith::DivSIOp, mlir::arith::DivUIOp, mlir::arith::RemSIOp,
-                mlir::arith::RemUIOp, mlir::arith::FloorDivSIOp, mlir::arith::CeilDivSIOp, mlir::arith::ShLIOp,
-                mlir::arith::ShRSIOp, mlir::arith::ShRUIOp, mlir::arith::FPToSIOp, mlir::arith::FPToUIOp>(op)) {
+                mlir::arith::RemUIOp, mlir::arith::FloorDivSIOp, mlir::arith::CeilDivSIOp, mlir::arith::ShRUIOp,
+                mlir::arith::FPToSIOp, mlir::arith::FPToUIOp>(op)) {
     return refuse(&op) << "has no trn lowering";
   }
   return std::nullopt;

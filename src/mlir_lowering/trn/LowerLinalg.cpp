@@ -586,6 +586,14 @@ double Lowerer::Fold(const std::string& op, double a, double b) {
   if (op == "is_lt") return a < b;
   if (op == "logical_and") return (a != 0) && (b != 0);
   if (op == "logical_or") return (a != 0) || (b != 0);
+  if (op == "bitwise_and") return static_cast<double>(static_cast<int64_t>(a) & static_cast<int64_t>(b));
+  if (op == "bitwise_or") return static_cast<double>(static_cast<int64_t>(a) | static_cast<int64_t>(b));
+  if (op == "bitwise_xor") return static_cast<double>(static_cast<int64_t>(a) ^ static_cast<int64_t>(b));
+  if (op == "logical_shift_left" || op == "arith_shift_right") {  // as the ALU (runtime/neuroncore)
+    const int64_t x = static_cast<int64_t>(a), n = static_cast<int64_t>(b);
+    if (op == "arith_shift_right") return static_cast<double>(x >> (n < 0 || n > 31 ? 63 : n));
+    return n < 0 || n > 31 ? 0.0 : static_cast<double>(static_cast<int32_t>(static_cast<uint32_t>(x) << n));
+  }
   return std::pow(a, b);
 }
 

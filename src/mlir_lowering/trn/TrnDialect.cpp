@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <string_view>
 
 #include "llvm/ADT/StringExtras.h"
@@ -260,6 +261,18 @@ mlir::LogicalResult WithTile(mlir::Type t, F&& f) {
   return f(t.cast<PsumTileType>());
 }
 
+// The ALU's bitwise ops and shifts act on integers.
+bool IsBitwise(llvm::StringRef name) {
+  return name.startswith("bitwise_") || name == "logical_shift_left" || name == "arith_shift_right";
+}
+
+// A bitwise op's result is an integer tile (an operand may be a float tile holding integral
+// values, as an integer runtime scalar is passed).
+mlir::LogicalResult VerifyBitwise(mlir::Operation* op, llvm::StringRef name, SbufTileType dst) {
+  if (!IsBitwise(name) || dst.getElementType().isa<mlir::IntegerType>()) return mlir::success();
+  return op->emitOpError("'") << name << "' writes an integer tile, got " << dst.getElementType();
+}
+
 }  // namespace
 
 mlir::LogicalResult ActivationOp::verify() {
@@ -338,7 +351,7 @@ mlir::LogicalResult TensorTensorOp::verify() {
   if (!(ShapeOf(getLhs().getType()) == d) || !(ShapeOf(getRhs().getType()) == d)) {
     return emitOpError("operand and result tiles differ in shape");
   }
-  return mlir::success();
+  return VerifyBitwise(*this, getOp(), getDst().getType().cast<SbufTileType>());
 }
 
 mlir::LogicalResult TensorScalarOp::verify() {
@@ -348,6 +361,10 @@ mlir::LogicalResult TensorScalarOp::verify() {
   }
   if (getImm().has_value() == static_cast<bool>(getColumn())) {
     return emitOpError("takes exactly one scalar: an `imm` attribute or a `column` tile");
+  }
+  if (failed(VerifyBitwise(*this, getOp(), getDst().getType().cast<SbufTileType>()))) return mlir::failure();
+  if (IsBitwise(getOp()) && getImm() && std::trunc(getImm()->convertToDouble()) != getImm()->convertToDouble()) {
+    return emitOpError("'") << getOp() << "' takes an integral immediate, got " << getImm()->convertToDouble();
   }
   const Shape d = ShapeOf(getDst().getType());
   if (!(ShapeOf(getSrc().getType()) == d)) return emitOpError("source and destination tiles differ in shape");

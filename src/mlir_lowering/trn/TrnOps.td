@@ -171,8 +171,11 @@ def Trn_TensorTensorOp : Trn_Op<"tensor_tensor"> {
   let summary = "VectorE elementwise: dst = lhs <op> rhs";
   let description = [{
     `op` is one of add, subtract, multiply, divide, maximum, minimum, power, is_equal,
-    not_equal, is_ge, is_gt, is_le, is_lt, logical_and, logical_or (comparisons give 1 / 0).
-    The three tiles have the same partitions and free shape; the result may be cast.
+    not_equal, is_ge, is_gt, is_le, is_lt, logical_and, logical_or (comparisons give 1 / 0),
+    bitwise_and, bitwise_or, bitwise_xor, logical_shift_left, arith_shift_right (on the
+    two's-complement integer values, shift counts outside [0, 31] shifting everything out; the
+    result is an integer tile). The three tiles have the same partitions and free shape; the result
+    may be cast.
   }];
   let arguments = (ins Arg<Trn_AnyTile, "", [MemRead]>:$lhs, Arg<Trn_AnyTile, "", [MemRead]>:$rhs,
                        Arg<Trn_SbufTile, "", [MemWrite]>:$dst, StrAttr:$op);
@@ -182,6 +185,11 @@ def Trn_TensorTensorOp : Trn_Op<"tensor_tensor"> {
 
 def Trn_TensorScalarOp : Trn_Op<"tensor_scalar"> {
   let summary = "VectorE: dst = src <op> scalar (an immediate, or one value per partition)";
+  let description = [{
+    `op` as tensor_tensor's, less not_equal, logical_and and logical_or. A bitwise op or shift
+    writes an integer tile and takes an integral immediate:
+    `trn.tensor_scalar %x, %y {imm = -1.0 : f32, op = "bitwise_xor"} : ...` is bitwise not.
+  }];
   let arguments = (ins Arg<Trn_AnyTile, "", [MemRead]>:$src, Arg<Trn_SbufTile, "", [MemWrite]>:$dst,
                        StrAttr:$op, OptionalAttr<F32Attr>:$imm, Optional<Trn_SbufTile>:$column);
   let assemblyFormat = "$src `,` $dst (`column` $column^)? attr-dict `:` qualified(type($src)) `,` qualified(type($dst)) (`,` qualified(type($column))^)?";

@@ -27,7 +27,9 @@
 
 namespace trn::runtime::neuroncore {
 
-inline constexpr uint32_t kStreamFormatVersion = 3;  // 2: DType kI64, Opcode kDmaGather; 3: kDmaScatterAdd
+// 2: DType kI64, Opcode kDmaGather; 3: kDmaScatterAdd; 4: AluOp bitwise_and / _or / _xor and the
+// shifts
+inline constexpr uint32_t kStreamFormatVersion = 4;
 
 enum class Engine : uint8_t { kTensor = 0, kVector = 1, kScalar = 2, kGpSimd = 3, kDma = 4 };
 inline constexpr int kEngines = 5;
@@ -90,11 +92,17 @@ inline constexpr std::array<std::string_view, static_cast<size_t>(ActFunc::kCoun
     "reciprocal", "erf", "sin"};
 enum class AluOp : uint32_t {
   kAdd, kSubtract, kMultiply, kDivide, kMaximum, kMinimum, kPower, kIsEqual, kNotEqual, kIsGe, kIsGt, kIsLe, kIsLt,
-  kLogicalAnd, kLogicalOr, kCount
+  kLogicalAnd, kLogicalOr,
+  // On the two's-complement integer values ([COMMON] ALU ops; NKI's nl.bitwise_and / _or / _xor,
+  // nl.left_shift, nl.right_shift): integer destinations only (the trn dialect's verifiers
+  // refuse a float one). The shifts are the 32-bit ALU's: a count outside [0, 31] shifts
+  // everything out (0 to the left, the sign to the right).
+  kBitwiseAnd, kBitwiseOr, kBitwiseXor, kLogicalShiftLeft, kArithShiftRight, kCount
 };
 inline constexpr std::array<std::string_view, static_cast<size_t>(AluOp::kCount)> kAluOpNames = {
     "add", "subtract", "multiply", "divide", "maximum", "minimum", "power", "is_equal", "not_equal", "is_ge", "is_gt",
-    "is_le", "is_lt", "logical_and", "logical_or"};
+    "is_le", "is_lt", "logical_and", "logical_or", "bitwise_and", "bitwise_or", "bitwise_xor",
+    "logical_shift_left", "arith_shift_right"};
 enum class ReduceOp : uint32_t { kAdd, kMaximum, kMinimum, kCount };
 inline constexpr std::array<std::string_view, static_cast<size_t>(ReduceOp::kCount)> kReduceOpNames = {
     "add", "maximum", "minimum"};

@@ -153,7 +153,9 @@ float Activation(ActFunc func, float x) {
   return std::nanf("");
 }
 
-// In fp32 for float destinations; in double (exact for integers) for integer destinations.
+// In fp32 for float destinations; in double (exact for integers) for integer destinations. The
+// bitwise ops and shifts act on the operands' integer values (ToInteger: a float operand
+// holding one is exact); a left shift is the 32-bit ALU's, wrapping to int32.
 template <typename T>
 T Alu(AluOp op, T a, T b) {
   const T nan = std::numeric_limits<T>::quiet_NaN();
@@ -173,6 +175,17 @@ T Alu(AluOp op, T a, T b) {
     case AluOp::kIsLt: return a < b;
     case AluOp::kLogicalAnd: return (a != 0) && (b != 0);
     case AluOp::kLogicalOr: return (a != 0) || (b != 0);
+    case AluOp::kBitwiseAnd: return static_cast<T>(ToInteger(a) & ToInteger(b));
+    case AluOp::kBitwiseOr: return static_cast<T>(ToInteger(a) | ToInteger(b));
+    case AluOp::kBitwiseXor: return static_cast<T>(ToInteger(a) ^ ToInteger(b));
+    case AluOp::kLogicalShiftLeft: {
+      const int64_t n = ToInteger(b);
+      return n < 0 || n > 31 ? T(0) : static_cast<T>(static_cast<int32_t>(static_cast<uint32_t>(ToInteger(a)) << n));
+    }
+    case AluOp::kArithShiftRight: {
+      const int64_t n = ToInteger(b);
+      return static_cast<T>(ToInteger(a) >> (n < 0 || n > 31 ? 63 : n));
+    }
     case AluOp::kCount: break;
   }
   return nan;

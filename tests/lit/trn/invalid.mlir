@@ -285,3 +285,20 @@ func.func @tile_window_size(%m: memref<4x8xf32>, %t: !trn.sbuf<4, [10], f32>) {
   trn.dma_copy %m, %t {hbm_offset = 0 : i64, hbm_sizes = array<i64: 4, 8>, hbm_strides = array<i64: 8, 1>, tile_offset = 1 : i64, tile_sizes = array<i64: 9>, tile_strides = array<i64: 1>} : memref<4x8xf32>, !trn.sbuf<4, [10], f32>
   return
 }
+
+// -----
+
+// The ALU's bitwise ops act on integers: their result is an integer tile.
+func.func @bitwise_float(%a: !trn.sbuf<128, [4], i32>, %f: !trn.sbuf<128, [4], f32>) {
+  // expected-error @+1 {{'bitwise_and' writes an integer tile, got 'f32'}}
+  trn.tensor_tensor %a, %a, %f {op = "bitwise_and"} : !trn.sbuf<128, [4], i32>, !trn.sbuf<128, [4], i32>, !trn.sbuf<128, [4], f32>
+  return
+}
+
+// -----
+
+func.func @bitwise_fraction(%a: !trn.sbuf<128, [4], i32>, %b: !trn.sbuf<128, [4], i32>) {
+  // expected-error @+1 {{'bitwise_xor' takes an integral immediate, got 1.5}}
+  trn.tensor_scalar %a, %b {imm = 1.5 : f32, op = "bitwise_xor"} : !trn.sbuf<128, [4], i32>, !trn.sbuf<128, [4], i32>
+  return
+}

@@ -176,3 +176,19 @@ func.func @index_floordiv(%y: memref<8xi64>) {
   }
   return
 }
+
+// -----
+
+// An unsigned right shift: the ALU here shifts right arithmetically only.
+#id = affine_map<(d0, d1) -> (d0, d1)>
+func.func @unsigned_shift(%x: memref<8x16xi64>, %z: memref<8x16xi64>) {
+  linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%x : memref<8x16xi64>) outs(%z : memref<8x16xi64>) {
+  ^bb0(%a: i64, %o: i64):
+    %three = arith.constant 3 : i64
+    // expected-error @+1 {{'arith.shrui' op has no trn lowering}}
+    %r = arith.shrui %a, %three : i64
+    linalg.yield %r : i64
+  }
+  return
+}

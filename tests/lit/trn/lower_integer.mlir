@@ -172,3 +172,133 @@ func.func @view_of_arange(%y: memref<3x4xi64>) {
   }
   return
 }
+
+// -----
+
+// Bitwise and / or / xor of int64 tensors: the ALU's bitwise ops on the i32 tiles. A constant
+// becomes tensor_scalar's f32 immediate when it holds it exactly (bitwise_not is xor with -1);
+// one it cannot (2^30 + 1) is memset into an i32 tile, memset's value being exact.
+// CHECK-LABEL: func.func @bitwise
+// CHECK: trn.tensor_tensor %[[X:[^ ]*]], %[[Y:[^ ]*]], %[[AND:[^ ]*]] {op = "bitwise_and"{{.*}} : !trn.sbuf<16, [8], i32>, !trn.sbuf<16, [8], i32>, !trn.sbuf<16, [8], i32>
+// CHECK: trn.tensor_scalar %[[AND]], %[[OR:[^ ]*]] {imm = 2.550000e+02 : f32, op = "bitwise_or"{{.*}} : !trn.sbuf<16, [8], i32>, !trn.sbuf<16, [8], i32>
+// CHECK: trn.tensor_scalar %[[OR]], %[[NOT:[^ ]*]] {imm = -1.000000e+00 : f32, op = "bitwise_xor"{{.*}} : !trn.sbuf<16, [8], i32>, !trn.sbuf<16, [8], i32>
+// CHECK: trn.memset %[[BIG:[^ ]*]], 0x41D0000000400000 {{.*}} : !trn.sbuf<16, [8], i32>
+// CHECK: trn.tensor_tensor %[[NOT]], %[[BIG]], %[[R:[^ ]*]] {op = "bitwise_xor"{{.*}} : !trn.sbuf<16, [8], i32>, !trn.sbuf<16, [8], i32>, !trn.sbuf<16, [8], i32>
+// CHECK: trn.dma_copy %[[R]], %arg2 {{.*}} : !trn.sbuf<16, [8], i32>, memref<8x16xi64>
+#id = affine_map<(d0, d1) -> (d0, d1)>
+func.func @bitwise(%x: memref<8x16xi64>, %y: memref<8x16xi64>, %z: memref<8x16xi64>) {
+  linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%x, %y : memref<8x16xi64>, memref<8x16xi64>) outs(%z : memref<8x16xi64>) {
+  ^bb0(%a: i64, %b: i64, %o: i64):
+    %and = arith.andi %a, %b : i64
+    %mask = arith.constant 255 : i64
+    %or = arith.ori %mask, %and : i64
+    %ones = arith.constant -1 : i64
+    %not = arith.xori %or, %ones : i64
+    %big = arith.constant 1073741825 : i64
+    %xor = arith.xori %not, %big : i64
+    linalg.yield %xor : i64
+  }
+  return
+}
+
+
+// -----
+
+// Signed shifts: the ALU's logical_shift_left and arith_shift_right on the i32 tiles (an
+// immediate count, or a tile of counts; a shifted constant is materialized). Unsigned right
+// shifts (shrui) are refused by name (lower_errors.mlir).
+// CHECK-LABEL: func.func @shifts
+// CHECK: trn.tensor_scalar %[[X:[^ ]*]], %[[L:[^ ]*]] {imm = 3.000000e+00 : f32, op = "logical_shift_left"{{.*}} : !trn.sbuf<16, [8], i32>, !trn.sbuf<16, [8], i32>
+// CHECK: trn.tensor_tensor %[[L]], %[[Y:[^ ]*]], %[[R:[^ ]*]] {op = "arith_shift_right"{{.*}} : !trn.sbuf<16, [8], i32>, !trn.sbuf<16, [8], i32>, !trn.sbuf<16, [8], i32>
+// CHECK: trn.memset %[[FIVE:[^ ]*]], 5.000000e+00
+// CHECK: trn.tensor_tensor %[[FIVE]], %[[Y]], %[[C:[^ ]*]] {op = "logical_shift_left"
+// CHECK: trn.tensor_tensor %[[R]], %[[C]], %{{[^ ]*}} {op = "add"
+#id = affine_map<(d0, d1) -> (d0, d1)>
+func.func @shifts(%x: memref<8x16xi64>, %y: memref<8x16xi64>, %z: memref<8x16xi64>) {
+  linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%x, %y : memref<8x16xi64>, memref<8x16xi64>) outs(%z : memref<8x16xi64>) {
+  ^bb0(%a: i64, %b: i64, %o: i64):
+    %three = arith.constant 3 : i64
+    %l = arith.shli %a, %three : i64
+    %r = arith.shrsi %l, %b : i64
+    %five = arith.constant 5 : i64
+    %c = arith.shli %five, %b : i64
+    %s = arith.addi %r, %c : i64
+    linalg.yield %s : i64
+  }
+  return
+}
+
+// -----
+
+// The same ops on booleans (0 / 1 in i1 tiles) are the logical ones; xor is not_equal.
+// CHECK-LABEL: func.func @bool_bitwise
+// CHECK: trn.tensor_tensor %[[A:[^ ]*]], %[[B:[^ ]*]], %[[OR:[^ ]*]] {op = "logical_or"{{.*}} !trn.sbuf<16, [8], i1>
+// CHECK: trn.tensor_tensor %[[OR]], %[[B]], %[[X:[^ ]*]] {op = "not_equal"{{.*}} !trn.sbuf<16, [8], i1>
+// CHECK: trn.tensor_tensor %[[X]], %[[A]], %{{[^ ]*}} {op = "logical_and"{{.*}} !trn.sbuf<16, [8], i1>
+#id = affine_map<(d0, d1) -> (d0, d1)>
+func.func @bool_bitwise(%x: memref<8x16xi1>, %y: memref<8x16xi1>, %z: memref<8x16xi1>) {
+  linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%x, %y : memref<8x16xi1>, memref<8x16xi1>) outs(%z : memref<8x16xi1>) {
+  ^bb0(%a: i1, %b: i1, %o: i1):
+    %or = arith.ori %a, %b : i1
+    %xor = arith.xori %or, %b : i1
+    %and = arith.andi %xor, %a : i1
+    linalg.yield %and : i1
+  }
+  return
+}
+
+// -----
+
+// linspace(start, end, 7) as the front writes it (ops/shape.cpp): start and end are runtime
+// scalars (columns), the index one iota; start + step * i below the halfway index 3 and
+// end - step * (6 - i) from it (a subtraction from a column: negate, then add), one select.
+// CHECK-LABEL: func.func @linspace
+// CHECK: trn.dma_copy %arg0, %[[LO:[^ ]*]] {hbm_offset = 0 : i64{{.*}} !trn.sbuf<7, [1], f32>
+// CHECK: trn.dma_copy %arg0, %[[HI:[^ ]*]] {hbm_offset = 1 : i64{{.*}} !trn.sbuf<7, [1], f32>
+// CHECK: trn.tensor_tensor %[[HI]], %[[LO]], %[[D:[^ ]*]] {op = "subtract"
+// CHECK: trn.tensor_scalar %[[D]], %[[STEP:[^ ]*]] {imm = 6.000000e+00 : f32, op = "divide"
+// CHECK: trn.iota %[[I:[^ ]*]] {base = 0 : i64, partition_step = 1 : i64, step = 0 : i64{{.*}} : !trn.sbuf<7, [1], i32>
+// CHECK: trn.tensor_scalar %[[I]], %[[UP:[^ ]*]] column %[[STEP]] {op = "multiply"
+// CHECK: trn.tensor_scalar %[[UP]], %[[FIRST:[^ ]*]] column %[[LO]] {op = "add"
+// CHECK: trn.tensor_scalar %[[I]], %[[NI:[^ ]*]] {imm = -1.000000e+00 : f32, op = "multiply"
+// CHECK: trn.tensor_scalar %[[NI]], %[[BACK:[^ ]*]] {imm = 6.000000e+00 : f32, op = "add"
+// CHECK: trn.tensor_scalar %[[BACK]], %[[DOWN:[^ ]*]] column %[[STEP]] {op = "multiply"
+// CHECK: trn.tensor_scalar %[[DOWN]], %[[NDOWN:[^ ]*]] {imm = -1.000000e+00 : f32, op = "multiply"
+// CHECK: trn.tensor_scalar %[[NDOWN]], %[[SECOND:[^ ]*]] column %[[HI]] {op = "add"
+// CHECK: trn.tensor_scalar %[[I]], %[[LOW:[^ ]*]] {imm = 3.000000e+00 : f32, op = "is_lt"
+// CHECK: trn.tensor_copy %[[SECOND]], %[[R:[^ ]*]] {
+// CHECK: trn.copy_predicated %[[FIRST]], %[[LOW]], %[[R]]
+// CHECK: trn.dma_copy %[[R]], %arg1
+func.func @linspace(%params: memref<2xf64>, %y: memref<7xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %p0 = memref.load %params[%c0] : memref<2xf64>
+  %p1 = memref.load %params[%c1] : memref<2xf64>
+  linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]}
+      outs(%y : memref<7xf32>) {
+  ^bb0(%o: f32):
+    %lo = arith.truncf %p0 : f64 to f32
+    %hi = arith.truncf %p1 : f64 to f32
+    %n = arith.constant 6.0 : f32
+    %d = arith.subf %hi, %lo : f32
+    %step = arith.divf %d, %n : f32
+    %ix = linalg.index 0 : index
+    %i = arith.index_cast %ix : index to i64
+    %fi = arith.sitofp %i : i64 to f32
+    %up = arith.mulf %step, %fi : f32
+    %first = arith.addf %lo, %up : f32
+    %six = arith.constant 6 : i64
+    %back = arith.subi %six, %i : i64
+    %fb = arith.sitofp %back : i64 to f32
+    %down = arith.mulf %step, %fb : f32
+    %second = arith.subf %hi, %down : f32
+    %three = arith.constant 3 : i64
+    %low = arith.cmpi slt, %i, %three : i64
+    %r = arith.select %low, %first, %second : f32
+    linalg.yield %r : f32
+  }
+  return
+}
