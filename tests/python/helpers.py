@@ -113,3 +113,17 @@ def train_on_trn2(model, inputs):
     `inputs` (an expression for (x, y)) on the modeled core (TRN) and on the CPU from the same
     weights: {"got": losses, "ref": CPU losses, "dev": stats()["device"], "unlowered": ...}."""
     return last_json(run_python(TRAIN_ON_TRN.format(model=model, inputs=inputs), env=TRN))
+
+
+def assert_convolutions_wholly_on_core(out):
+    """`out`: {"diffs": {case: [relative differences vs CPU]}, "dev": stats()["device"]} of a
+    program of convolutions on trn2: every case within 1e-5, forward and backward convolutions
+    ran on the core, nothing on the host, TensorE and VectorE busy."""
+    for name, d in out["diffs"].items():
+        assert max(d) < 1e-5, f"{name}: relative differences vs CPU {d}"
+    dev = out["dev"]
+    ran = ran_on_core(dev)
+    assert {"aten::convolution", "aten::convolution_backward"} <= ran, sorted(ran)
+    assert dev["host_group_reasons"] == {}, dev["host_group_reasons"]
+    assert dev["ops_on_host"] == 0, dev
+    assert dev["engine_busy_ns"]["tensor"] > 0 and dev["engine_busy_ns"]["vector"] > 0

@@ -10,7 +10,7 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from helpers import TRN, last_json, ran_on_core, run_python, train_on_trn2  # noqa: E402
+from helpers import TRN, assert_convolutions_wholly_on_core, last_json, ran_on_core, run_python, train_on_trn2  # noqa: E402
 
 
 def test_conv3d_forward_and_backward_on_trn2():
@@ -53,14 +53,7 @@ def test_conv3d_forward_and_backward_on_trn2():
         torch_trn.sync()
         print(json.dumps({"diffs": diffs, "dev": torch_trn.stats()["device"]}))
     """, env=TRN))
-    for name, d in out["diffs"].items():
-        assert max(d) < 1e-5, f"{name}: relative differences vs CPU {d}"
-    dev = out["dev"]
-    ran = ran_on_core(dev)
-    assert {"aten::convolution", "aten::convolution_backward"} <= ran, sorted(ran)
-    assert dev["host_group_reasons"] == {}, dev["host_group_reasons"]
-    assert dev["ops_on_host"] == 0, dev
-    assert dev["engine_busy_ns"]["tensor"] > 0 and dev["engine_busy_ns"]["vector"] > 0
+    assert_convolutions_wholly_on_core(out)
 
 
 def test_max_pool3d_forward_and_backward_on_trn2():
