@@ -452,22 +452,12 @@ void Executor::WaitFinishedThrough(uint64_t batch) {
 }
 
 absl::Status Executor::WaitThrough(uint64_t batch) {
-  auto done = [this, batch]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    return FinishedThrough(batch) || !first_error_.ok();
-  };
+  {
+    base::ScopedBlockingWait wait;  // (without the GIL while it waits, as Wait)
+    WaitFinishedThrough(batch);     // (units skipped after a failure finish too)
+  }
   bool error = false;
   {
-    WaitingScope counted(*this);
-    bool ready = false;
-    {
-      absl::MutexLock lock(&mu_);
-      ready = done();
-    }
-    if (!ready) {  // (the GIL goes before mu_ is taken, as in Wait)
-      base::ScopedBlockingWait wait;
-      absl::MutexLock lock(&mu_);
-      mu_.Await(absl::Condition(&done));
-    }
     absl::MutexLock lock(&mu_);
     error = !first_error_.ok();
   }

@@ -4,7 +4,6 @@
 #include <cstdint>
 #include <fstream>
 #include <functional>
-#include <limits>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
@@ -222,8 +221,8 @@ void Stream::WaitForFlushed() {
 
 void Stream::WaitForCompiles() {
   if (pool_ != nullptr) {
+    WaitForFlushed();  // (their new groups are queued when they are planned)
     base::ScopedBlockingWait no_gil;
-    executor_.WaitFinishedThrough(std::numeric_limits<uint64_t>::max());
     pool_->WaitIdle();
   }
 }

@@ -84,8 +84,8 @@ class Stream {
   uint64_t Flush();
   // Waits until the executor has run every unit flushed so far (compile and adaptive mode; eager
   // mode's units are not waited for). Not a sync point: nothing is flushed and errors stay
-  // pending. stats() and last_ops() call it, so that what they report after a host read (which
-  // may return before the last flushes ran: SyncRead) does not depend on the executor's progress.
+  // pending. stats() calls it, so that what it reports after a host read (which may return
+  // before the last flushes ran: SyncRead) does not depend on the executor's progress.
   void WaitForFlushed();
   // adaptive mode: blocks until the executor has planned (and run) every flushed segment, so their
   // new groups are queued, and then until no background compile is queued or running (no-op
