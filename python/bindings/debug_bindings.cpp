@@ -103,6 +103,7 @@ py::dict Stats() {
   out["instant_build_ns"] = s.instant_build_ns;
   out["shape_variants_refused"] = s.shape_variants_refused;
   out["reads_before_last_flush"] = s.reads_before_last_flush;
+  out["group_growth"] = s.group_growth;
   out["compile_cache_entries"] = state.stream.compiler().cache().size();
   py::dict unlowered, failures;
   for (const auto& [op, count] : s.unlowered_ops) {

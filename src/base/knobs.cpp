@@ -98,6 +98,12 @@ const std::vector<KnobSpec>& KnobSpecs() {
        "adaptive mode: recorded ops are cut into groups of at most this many, at content-defined "
        "points from half this many on (an inserted op moves only nearby cuts); a group starts "
        "executing once it is cut or at a sync point."},
+      {"NEURON_ADAPTIVE_GROW", "1", "0 | 1",
+       "adaptive mode: once the background compiler has caught up (a step planned no new group "
+       "and no compile is queued), groups grow to NEURON_MAX_GROUP_OPS as in compile mode: one "
+       "probe step plans them and runs them without code, they build while the small groups "
+       "keep running, then they replace them (docs/adaptive.md, \"Groups grow once compiled\"). "
+       "0: groups stay at NEURON_ADAPTIVE_GROUP_OPS."},
       {"NEURON_COMPILE_WORKERS", "0", "integer 0..16",
        "Compile threads. adaptive: the background compilers (0 = 1, leaving the other cores to "
        "execution). compile: the threads building a segment's new groups in parallel while the "
@@ -244,7 +250,7 @@ absl::StatusOr<Knobs> ParseKnobs(const EnvLookup& lookup) {
     int64_t* field;
   };
   int64_t log_level = knobs.log_level, opt_level = knobs.opt_level, tiering = knobs.tiering ? 1 : 0,
-          instant_tier = knobs.instant_tier ? 1 : 0,
+          instant_tier = knobs.instant_tier ? 1 : 0, adaptive_grow = knobs.adaptive_grow ? 1 : 0,
           verify_passes = knobs.verify_passes ? 1 : 0, perf_map = knobs.perf_map ? 1 : 0;
   const IntKnob int_knobs[] = {
       {"NEURON_MAX_PENDING_OPS", 1, INT64_MAX, &knobs.max_pending_ops},
@@ -259,6 +265,7 @@ absl::StatusOr<Knobs> ParseKnobs(const EnvLookup& lookup) {
       {"NEURON_COMPILE_QUEUE", 1, INT64_MAX, &knobs.compile_queue},
       {"NEURON_TIERING", 0, 1, &tiering},
       {"NEURON_INSTANT_TIER", 0, 1, &instant_tier},
+      {"NEURON_ADAPTIVE_GROW", 0, 1, &adaptive_grow},
       {"NEURON_COMPILE_NICE", 0, 19, &knobs.compile_nice},
       {"NEURON_SHAPE_VARIANTS", 0, INT64_MAX, &knobs.shape_variants},
       {"NEURON_EXECUTOR_THREADS", 0, 1024, &knobs.executor_threads},
@@ -287,6 +294,7 @@ absl::StatusOr<Knobs> ParseKnobs(const EnvLookup& lookup) {
   knobs.opt_level = static_cast<int>(opt_level);
   knobs.tiering = tiering != 0;
   knobs.instant_tier = instant_tier != 0;
+  knobs.adaptive_grow = adaptive_grow != 0;
   knobs.verify_passes = verify_passes != 0;
   knobs.perf_map = perf_map != 0;
   if (knobs.compile_workers == 0) {

@@ -47,6 +47,7 @@ struct Knobs {
   int64_t compile_queue = 256;      // most groups waiting for a compile thread
   bool tiering = true;              // adaptive: -O0 first, then opt_level
   bool instant_tier = true;         // adaptive: groups without code run through instant_program.h
+  bool adaptive_grow = true;        // adaptive: groups grow to max_group_ops once compiled (group_growth.h)
   int64_t compile_nice = 10;        // nice value of the compile threads
   int64_t shape_variants = 8;       // compiled shape variants per group's lines (0: no bound; trn: 0)
   bool graph_replay = true;         // torch.compile(backend="neuron") graphs replayed (trace/graph_replay.h)

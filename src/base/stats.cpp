@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <ctime>
+#include <utility>
 
 namespace trn::base {
 
@@ -50,6 +51,11 @@ void Stats::CountHostFallback(const std::string& op, const std::string& reason, 
   if (lines.size() < kMaxFallbackLines && std::find(lines.begin(), lines.end(), line) == lines.end()) {
     lines.push_back(line);
   }
+}
+
+void Stats::SetGroupGrowth(std::string phase) {
+  absl::MutexLock lock(&mu_);
+  group_growth_ = std::move(phase);
 }
 
 void Stats::CountSync(const std::string& reason) {
@@ -123,6 +129,7 @@ StatsSnapshot Stats::Snapshot() const {
   absl::MutexLock lock(&mu_);
   s.host_fallbacks = host_fallbacks_;
   s.syncs = syncs_;
+  s.group_growth = group_growth_;
   s.compiles = compiles_;
   s.compile_ms = compile_ms_;
   s.tier_ups = tier_ups_;

@@ -76,6 +76,9 @@ struct StatsSnapshot {
   int64_t instant_build_ns = 0;
   int64_t shape_variants_refused = 0;  // new keys not compiled: NEURON_SHAPE_VARIANTS reached
   int64_t reads_before_last_flush = 0;  // host reads that waited for earlier flushes only (Stream::SyncRead)
+  // adaptive mode's group growth (scheduler/group_growth.h): "small", "probe", "await" or
+  // "grown"; "" in the other modes. A state, not a counter: Reset keeps it.
+  std::string group_growth;
   int64_t compile_cache_hits = 0;
   // Group modules written as IR: only builds that compile emit (the flush plans, never emits).
   int64_t lowerings_emitted = 0;
@@ -145,6 +148,7 @@ class Stats {
   }
   void CountCompileQueueFull() { compile_queue_full_.fetch_add(1, std::memory_order_relaxed); }
   void CountShapeVariantRefused() { shape_variants_refused_.fetch_add(1, std::memory_order_relaxed); }
+  void SetGroupGrowth(std::string phase);
   void CountReadBeforeLastFlush() { reads_before_last_flush_.fetch_add(1, std::memory_order_relaxed); }
   void CountCompileCacheHit() { compile_cache_hits_.fetch_add(1, std::memory_order_relaxed); }
   void CountLoweringEmitted() { lowerings_emitted_.fetch_add(1, std::memory_order_relaxed); }
@@ -204,6 +208,7 @@ class Stats {
   std::map<std::pair<std::string, std::string>, int64_t> host_fallbacks_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, std::vector<std::string>> host_fallback_lines_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, int64_t> syncs_ ABSL_GUARDED_BY(mu_);
+  std::string group_growth_ ABSL_GUARDED_BY(mu_);
   int64_t compiles_ ABSL_GUARDED_BY(mu_) = 0;
   double compile_ms_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t tier_ups_ ABSL_GUARDED_BY(mu_) = 0;

@@ -45,6 +45,11 @@ void CompilePool::WaitIdle() {
   mu_.Await(absl::Condition(this, &CompilePool::Idle));
 }
 
+bool CompilePool::Busy() const {
+  absl::MutexLock lock(&mu_);
+  return !Idle();
+}
+
 void CompilePool::Shutdown() {
   std::vector<std::thread> threads;
   {

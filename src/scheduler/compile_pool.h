@@ -60,6 +60,8 @@ class CompilePool {
   bool Submit(CompileRequest request, std::shared_ptr<runtime::CodeSlot> slot);
   // Blocks until no compile is queued or running (tier-ups included).
   void WaitIdle();
+  // Whether a compile is queued, parked or running (tier-ups included), without waiting.
+  bool Busy() const;
   // Drops every queued compile (failing its slot, so that nobody awaits it forever: parked jobs
   // and a running one that finds its lease held elsewhere fail with a CancelledError naming the
   // lease), waits for the running ones, stops the threads. Idempotent; no Submit succeeds afterwards. Called at exit, before LLVM's static destructors run.

@@ -68,24 +68,12 @@ int64_t FlushNsOnThisThread() { return flush_ns_on_thread; }
 Stream::Stream(const base::Knobs& knobs, base::Stats* stats)
     : mode_(StreamMode(knobs)),
       launch_blocking_(knobs.launch_blocking),
-      // Compile mode flushes a segment once it holds about a group's worth of ops (at a
-      // content-defined point, so segments repeat every step), not only at a sync: the executor
-      // runs the first groups of a step while the rest is still being recorded.
-      flush_policy_(CutPolicy::UpTo(EagerOnTrn(knobs) ? 1
-                                    : Adaptive(knobs) ? std::min(knobs.adaptive_group_ops, knobs.max_pending_ops)
-                                                      : std::min(knobs.max_group_ops, knobs.max_pending_ops))),
-      max_group_ops_(EagerOnTrn(knobs) ? 1 : Adaptive(knobs) ? knobs.adaptive_group_ops : knobs.max_group_ops),
       target_(TargetOf(knobs)),
       stats_(stats),
       dump_dir_(knobs.dump_mlir_dir),
       variants_(knobs.shape_variants),
       compiler_(CompilerOptionsOf(knobs), stats, &cache_stats_),
-      // The context of a stored plan: what besides the records decides the cuts.
-      plan_store_(compiler_.disk() == nullptr || !knobs.cache_plans || mode_ == base::Mode::kEager
-                      ? nullptr
-                      : std::make_unique<PlanStore>(compiler_.disk(),
-                                                    absl::StrCat(Adaptive(knobs) ? "adaptive" : "compile", " ops ",
-                                                                 max_group_ops_, " target ", target_.name()))),
+      growth_(Adaptive(knobs) && knobs.adaptive_grow && knobs.max_group_ops > knobs.adaptive_group_ops),
       pool_(Adaptive(knobs) ? std::make_unique<CompilePool>(
                                   CompilePoolOptions{static_cast<int>(knobs.compile_workers), knobs.compile_queue,
                                                      knobs.tiering && !target_.is_trn(), knobs.opt_level,
@@ -102,7 +90,30 @@ Stream::Stream(const base::Knobs& knobs, base::Stats* stats)
                                          /*retain_finished=*/StreamMode(knobs) != base::Mode::kEager,
                                          knobs.executor_threads, knobs.bench_groups, knobs.matmul_threads - 1,
                                          knobs.instant_tier},
-                stats) {}
+                stats) {
+  // Compile mode flushes a segment once it holds about a group's worth of ops (at a
+  // content-defined point, so segments repeat every step), not only at a sync: the executor runs
+  // the first groups of a step while the rest is still being recorded. Adaptive mode starts with
+  // its small groups and may grow to compile mode's (group_growth.h).
+  auto add_sizing = [&](int64_t max_group_ops) {
+    auto sizing = std::make_unique<Sizing>();
+    sizing->flush = CutPolicy::UpTo(std::min(max_group_ops, knobs.max_pending_ops));
+    sizing->max_group_ops = max_group_ops;
+    if (compiler_.disk() != nullptr && knobs.cache_plans && mode_ != base::Mode::kEager) {
+      // The context of a stored plan: what besides the records decides the cuts.
+      sizing->store = std::make_unique<PlanStore>(
+          compiler_.disk(), absl::StrCat(Adaptive(knobs) ? "adaptive" : "compile", " ops ", max_group_ops,
+                                         " target ", target_.name()));
+    }
+    cut_fingerprints_ = cut_fingerprints_ || sizing->flush.max_ops > 1 || max_group_ops > 1;
+    sizings_.push_back(std::move(sizing));
+  };
+  add_sizing(EagerOnTrn(knobs) ? 1 : Adaptive(knobs) ? knobs.adaptive_group_ops : knobs.max_group_ops);
+  if (Adaptive(knobs) && knobs.adaptive_grow && knobs.max_group_ops > knobs.adaptive_group_ops) {
+    add_sizing(knobs.max_group_ops);
+  }
+  if (Adaptive(knobs)) stats_->SetGroupGrowth(std::string(GroupGrowth::Name(GroupGrowth::Phase::kSmall)));
+}
 
 absl::Status Stream::Record(runtime::OpRecord record, double record_begin_us) {
   stats_->CountRecorded();
@@ -118,7 +129,7 @@ absl::Status Stream::Record(runtime::OpRecord record, double record_begin_us) {
   }
   bool full = false;
   // Content-defined cuts (cut_policy.h): the fingerprint, outside the lock (~0.1 µs).
-  if (Groups() && (flush_policy_.max_ops > 1 || max_group_ops_ > 1)) {
+  if (Groups() && cut_fingerprints_) {
     record.cut_fp = CutFingerprint(record);
   }
   record.thread = std::hash<std::thread::id>{}(std::this_thread::get_id());
@@ -153,8 +164,10 @@ bool Stream::Append(runtime::OpRecord record) {
     executor_.Submit(std::move(record));
     return false;
   }
+  if (pending_.empty()) pending_sizing_ = sizing_;  // (a segment is cut one way throughout)
+  ++recorded_;
   pending_.push_back(std::move(record));
-  return flush_policy_.Ends(static_cast<int64_t>(pending_.size()), pending_.back().cut_fp);
+  return sizings_[pending_sizing_]->flush.Ends(static_cast<int64_t>(pending_.size()), pending_.back().cut_fp);
 }
 
 absl::Status Stream::Sync(const std::string& reason) { return SyncThrough(reason, nullptr); }
@@ -187,6 +200,7 @@ absl::Status Stream::SyncThrough(const std::string& reason, const absl::Span<con
   if (mode_ != base::Mode::kEager) {  // the executor retires units in these modes
     ReleaseThrough(through);  // they ran: drop the finished units' tensors
   }
+  if (sizings_.size() > 1) Grow(flushed);
   if (builders_ != nullptr || pool_ != nullptr) {
     // Builds the flush (compile mode) or a compile worker (adaptive mode) could not evict while
     // they were unfinished are loaded now: the memory tier is within its limits at every sync
@@ -206,6 +220,31 @@ absl::Status Stream::SyncThrough(const std::string& reason, const absl::Span<con
     base::profiler::Add(std::move(e));
   }
   return status;
+}
+
+void Stream::Grow(uint64_t flushed) {
+  GroupGrowth::Progress p;
+  p.flushed = flushed;
+  // planned_ first: the misses of every segment it counts were added before it was stored.
+  p.planned = planned_.load(std::memory_order_acquire);
+  p.plan_misses = plan_misses_.load(std::memory_order_relaxed);
+  p.compiling = pool_ != nullptr && pool_->Busy();
+  absl::MutexLock growth(&growth_mu_);
+  {
+    absl::MutexLock lock(&mu_);
+    p.ops_recorded = recorded_;
+  }
+  const GroupGrowth::Phase before = growth_.phase();
+  const GroupGrowth::Phase phase = growth_.OnSync(p);
+  if (phase == before) return;
+  {
+    absl::MutexLock lock(&mu_);
+    sizing_ = GroupGrowth::Large(phase) ? 1 : 0;
+  }
+  stats_->SetGroupGrowth(std::string(GroupGrowth::Name(phase)));
+  base::Log(base::LogLevel::kInfo,
+            absl::StrCat("adaptive mode: groups ", GroupGrowth::Name(phase), " (up to ",
+                         sizings_[GroupGrowth::Large(phase) ? 1 : 0]->max_group_ops, " ops) from op ", p.ops_recorded));
 }
 
 void Stream::WaitForFlushed() {
@@ -336,7 +375,8 @@ runtime::ExecUnit Stream::MakeGroupUnit(PlannedUnit& p) {
   return unit;
 }
 
-std::vector<runtime::ExecUnit> Stream::PlanSegment(std::vector<runtime::OpRecord> records, const SegmentRefs& refs) {
+std::vector<runtime::ExecUnit> Stream::PlanSegment(std::vector<runtime::OpRecord> records, const SegmentRefs& refs,
+                                                   Sizing& sizing, uint64_t batch) {
   const int64_t begin_ns = base::MonotonicNs();
   const double begin = base::profiler::NowUs();
   const size_t n = records.size();
@@ -346,7 +386,8 @@ std::vector<runtime::ExecUnit> Stream::PlanSegment(std::vector<runtime::OpRecord
   // (several build at once; with peers, each rank builds the groups nobody has claimed yet and
   // fetches the others) and the executor waits for it when its turn comes, after the whole
   // segment is planned: the builds of one segment run in parallel.
-  SegmentPlanner planner(std::move(records), &plans_, max_group_ops_, target_, stats_, &refs, plan_store_.get());
+  SegmentPlanner planner(std::move(records), &sizing.plans, sizing.max_group_ops, target_, stats_, &refs,
+                         sizing.store.get());
   std::vector<runtime::ExecUnit> units;
   while (!planner.Done()) {
     PlannedUnit p = planner.Next();
@@ -365,6 +406,8 @@ std::vector<runtime::ExecUnit> Stream::PlanSegment(std::vector<runtime::OpRecord
   }
   planner.Persist();
   stats_->CountPlans(planner.cache_hits(), planner.cache_misses());
+  plan_misses_.fetch_add(planner.cache_misses(), std::memory_order_relaxed);
+  planned_.store(batch, std::memory_order_release);  // (segments are planned in flush order)
   stats_->AddTime(base::HostTime::kPlan, base::MonotonicNs() - begin_ns, static_cast<int64_t>(n));
   if (base::profiler::Enabled()) {
     base::profiler::Event e;
@@ -392,8 +435,10 @@ uint64_t Stream::Flush() {
   // the pending vector doubles while ops are recorded.
   std::vector<runtime::OpRecord> next;
   next.reserve(last_flush_ops_);
+  int sizing = 0;
   {
     absl::MutexLock lock(&mu_);
+    sizing = pending_sizing_;
     segment.swap(pending_);
     pending_.swap(next);
   }
@@ -424,7 +469,9 @@ uint64_t Stream::Flush() {
   runtime::ExecUnit job;
   job.ops = std::move(segment);
   job.batch = batch;
-  job.plan = [this, refs](std::vector<runtime::OpRecord> records) { return PlanSegment(std::move(records), *refs); };
+  job.plan = [this, refs, sizing, batch](std::vector<runtime::OpRecord> records) {
+    return PlanSegment(std::move(records), *refs, *sizings_[static_cast<size_t>(sizing)], batch);
+  };
   executor_.Submit(std::move(job));
   if (base::profiler::Enabled()) {
     base::profiler::Event e;

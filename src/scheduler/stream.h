@@ -14,6 +14,8 @@
 //    CompilePool and submitted anyway: the executor runs it compiled if its code is ready when
 //    its turn comes, else op by op. Cuts depend only on the recorded ops, never on timing, so
 //    every training step yields the same keys.
+//    With NEURON_ADAPTIVE_GROW, once the compiler has caught up, adaptive mode flushes and cuts
+//    as compile mode does (group_growth.h): small groups compile fast, larger ones run faster.
 //  - compile and adaptive: the pending ops are also flushed when the recording thread changes
 //    (forward on the Python thread, backward on the autograd thread, the optimizer back on the
 //    Python thread): the grouper cuts there anyway, and the executor runs the forward while the
@@ -26,6 +28,7 @@
 // their own mutex, so units reach the executor in stream order.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -42,6 +45,7 @@
 #include "scheduler/compile_pool.h"
 #include "scheduler/cut_policy.h"
 #include "scheduler/group_compiler.h"
+#include "scheduler/group_growth.h"
 #include "scheduler/grouper.h"
 #include "scheduler/plan_cache.h"
 #include "scheduler/plan_store.h"
@@ -96,14 +100,28 @@ class Stream {
 
  private:
   bool Groups() const { return mode_ != base::Mode::kEager && !launch_blocking_; }
+  // How a segment is flushed and cut into groups. Adaptive mode has two (small, large: group
+  // growth); the other modes use the first only.
+  struct Sizing {
+    CutPolicy flush;         // when pending ops are flushed without a sync point
+    int64_t max_group_ops;   // the grouper's largest group
+    // Planning state: used by the executor thread only (PlanSegment). Plans of one sizing
+    // never serve the other: a cached small group would match the start of a large one.
+    PlanCache plans;
+    // The plan cache's disk tier (NEURON_CACHE_PLANS, with the disk cache), or null.
+    std::unique_ptr<PlanStore> store;
+  };
+  // At a sync point: group growth's phase for the ops recorded next (adaptive mode).
+  void Grow(uint64_t flushed);
   // Sync, and SyncRead of `*read` when set: waits for the flushes that reference it only.
   absl::Status SyncThrough(const std::string& reason, const absl::Span<const c10::StorageImpl* const>* read);
   // Numbers `record` and submits it (eager) or appends it to the pending segment; returns
-  // whether the segment should be flushed now (flush_policy_).
+  // whether the segment should be flushed now (the pending segment's sizing).
   bool Append(runtime::OpRecord record) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The executor thread, when a flushed segment's turn comes: cuts it into units, attaches (or
   // starts) their code.
-  std::vector<runtime::ExecUnit> PlanSegment(std::vector<runtime::OpRecord> records, const SegmentRefs& refs);
+  std::vector<runtime::ExecUnit> PlanSegment(std::vector<runtime::OpRecord> records, const SegmentRefs& refs,
+                                            Sizing& sizing, uint64_t batch);
   runtime::ExecUnit MakeGroupUnit(PlannedUnit& planned);
   // Destroys the finished units of flushes <= batch and gives up their references.
   void ReleaseThrough(uint64_t batch);
@@ -115,14 +133,16 @@ class Stream {
 
   const base::Mode mode_;
   const bool launch_blocking_;
-  const CutPolicy flush_policy_;  // when pending ops are flushed without a sync point
-  const int64_t max_group_ops_;
   const mlir_lowering::Target& target_;  // NEURON_TARGET
   base::Stats* const stats_;
   const std::string dump_dir_;  // NEURON_DUMP_MLIR
   absl::Mutex mu_;
   uint64_t next_seq_ ABSL_GUARDED_BY(mu_) = 1;
   std::vector<runtime::OpRecord> pending_ ABSL_GUARDED_BY(mu_);
+  int64_t recorded_ ABSL_GUARDED_BY(mu_) = 0;  // ops appended to segments so far
+  // The sizing of the ops recorded from the next segment on, and of the pending segment.
+  int sizing_ ABSL_GUARDED_BY(mu_) = 0;
+  int pending_sizing_ ABSL_GUARDED_BY(mu_) = 0;
   absl::Mutex flush_mu_ ABSL_ACQUIRED_BEFORE(mu_);
   // Flushes so far. Finished units are released kRetiredBatches flushes after the one that
   // submitted them (ReleaseThrough).
@@ -133,13 +153,14 @@ class Stream {
   RefLedger ledger_;  // references of the flushes not released yet
   ShapeVariants variants_;  // NEURON_SHAPE_VARIANTS
   runtime::cache::CacheStats cache_stats_;
-  // Planning state: used by the executor thread only (PlanSegment).
-  PlanCache plans_;
-  MissExplainer explainer_;
+  MissExplainer explainer_;  // used by the executor thread only (PlanSegment)
   GroupCompiler compiler_;
-  // The plan cache's disk tier (NEURON_CACHE_PLANS, with the disk cache); used by the executor
-  // thread only, as plans_.
-  std::unique_ptr<PlanStore> plan_store_;
+  std::vector<std::unique_ptr<Sizing>> sizings_;  // [0] small (or the mode's one), [1] large
+  bool cut_fingerprints_ = false;  // some sizing cuts between ops: records carry their CutFingerprint
+  absl::Mutex growth_mu_ ABSL_ACQUIRED_BEFORE(mu_);
+  GroupGrowth growth_ ABSL_GUARDED_BY(growth_mu_);
+  std::atomic<uint64_t> planned_{0};        // segments planned by the executor so far
+  std::atomic<int64_t> plan_misses_{0};     // units planned from scratch so far
   std::unique_ptr<CompilePool> pool_;      // adaptive mode only: the background compilers
   std::unique_ptr<CompilePool> builders_;  // compile mode only: the segment builders
   runtime::Executor executor_;

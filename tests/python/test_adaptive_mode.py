@@ -92,7 +92,10 @@ def test_keys_do_not_depend_on_timing(optim):
     # liveness counting references of units still queued (EarlierRefs), and autograd choosing
     # in-place gradient accumulation only when no queued record held the gradient's storage
     # (Executor::ReleaseRetired). SGD momentum's steps showed the second.
-    out = train("gpt", 9, waits=[3], optim=optim)
+    # Group growth is off: it changes the keys once, by design, at a point that depends on the
+    # compiler's progress; within each sizing the keys repeat (test_group_growth.py checks the
+    # grown steps).
+    out = train("gpt", 9, waits=[3], optim=optim, env={"NEURON_ADAPTIVE_GROW": "0"})
     entries = out["entries"]
     assert entries[1] == entries[-1], f"new keys after step 2: {entries}"
     compiled = out["compiled"]

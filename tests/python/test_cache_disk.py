@@ -43,7 +43,10 @@ MODEL, STEPS = "mlp", 3
 # One segment builder: entries are written one at a time, in stream order, so "the entries
 # written last" is the same set in every run (with two builders it depends on which finishes first).
 COMPILE = {"NEURON_MODE": "compile", "NEURON_OPT_LEVEL": "1", "NEURON_COMPILE_WORKERS": "1"}
-ADAPTIVE = {"NEURON_MODE": "adaptive", "NEURON_OPT_LEVEL": "2"}   # > 1: tiered (fast build, then -O2)
+# > 1: tiered (fast build, then -O2). Group growth off: when a process grows its groups depends on
+# its compiler's progress, so a restart could grow where the first run did not
+# (test_group_growth.py restarts a grown loop).
+ADAPTIVE = {"NEURON_MODE": "adaptive", "NEURON_OPT_LEVEL": "2", "NEURON_ADAPTIVE_GROW": "0"}
 
 # `instances` models of the same architecture, trained one after the other in one process; the
 # cache counters are read after each. `at_import`: the entries in the directory when the import

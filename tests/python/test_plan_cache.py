@@ -17,7 +17,9 @@ import torch
 
 from helpers import ROOT, cpu_losses, last_json, run_python
 
+WARM_LOOP_STEPS = 12
 WARM_LOOP = """
+STEPS = {steps}
 import json, sys, torch, torch_trn
 sys.path.insert(0, {tests!r})
 from models import make_model, make_batches
@@ -25,15 +27,20 @@ name, mode = {name!r}, {mode!r}
 model = make_model(name).to("neuron")
 opt = torch.optim.AdamW(model.parameters(), lr=1e-2, weight_decay=0.01)
 losses, marks = [], []
-for i, (x, y) in enumerate(make_batches(name, 7)):
+grown_steps = 0
+for i, (x, y) in enumerate(make_batches(name, STEPS)):
     loss = model.loss(x.to("neuron"), y.to("neuron"))
     loss.backward(); opt.step(); opt.zero_grad()
     losses.append(loss.item())
-    if i == 2:
-        if mode == "adaptive":
-            torch_trn.wait_for_compiles()
+    # Warm: compile mode after step 3; adaptive mode once its groups have grown (group_growth.h)
+    # and run grown for two steps, waiting for its compiles until then.
+    if mode == "adaptive" and not marks:
+        torch_trn.wait_for_compiles()
+        grown_steps += torch_trn.stats()["group_growth"] == "grown"
+    if not marks and i >= 2 and (mode != "adaptive" or grown_steps >= 2):
         s = torch_trn.stats()
         marks.append({{k: s[k] for k in ("lowerings_emitted", "compiles", "plan_cache_misses", "plan_cache_hits")}})
+        marks[-1]["at"] = i
 s = torch_trn.stats()
 marks.append({{k: s[k] for k in ("lowerings_emitted", "compiles", "plan_cache_misses", "plan_cache_hits")}})
 print(json.dumps({{"losses": losses, "marks": marks, "failures": s["compile_failures"],
@@ -44,9 +51,11 @@ print(json.dumps({{"losses": losses, "marks": marks, "failures": s["compile_fail
 @pytest.mark.parametrize("mode", ["compile", "adaptive"])
 @pytest.mark.parametrize("name", ["mlp", "gpt"])
 def test_warm_loop_plans_and_emits_nothing(name, mode, tmp_path):
-    out = last_json(run_python(WARM_LOOP.format(tests=f"{ROOT}/tests/python", name=name, mode=mode),
+    out = last_json(run_python(WARM_LOOP.format(tests=f"{ROOT}/tests/python", name=name, mode=mode, steps=WARM_LOOP_STEPS),
                                env={"NEURON_MODE": mode, "NEURON_CACHE_DIR": str(tmp_path)}))
+    assert len(out["marks"]) == 2, f"{mode} never got warm in {WARM_LOOP_STEPS} steps: {out['marks']}"
     warm, end = out["marks"]
+    assert warm["at"] <= WARM_LOOP_STEPS - 3, f"{mode} got warm too late to check steps after it: {warm}"
     assert out["failures"] == {}, out["failures"]
     assert out["compiled"] > 0
     assert warm["lowerings_emitted"] > 0, warm
@@ -54,13 +63,13 @@ def test_warm_loop_plans_and_emits_nothing(name, mode, tmp_path):
     assert end["compiles"] == warm["compiles"], out["marks"]
     assert end["plan_cache_misses"] == warm["plan_cache_misses"], f"a warm step planned a group: {out['marks']}"
     assert end["plan_cache_hits"] > warm["plan_cache_hits"]
-    for i, (a, b) in enumerate(zip(out["losses"], cpu_losses(name, 7))):
+    for i, (a, b) in enumerate(zip(out["losses"], cpu_losses(name, WARM_LOOP_STEPS))):
         assert math.isclose(a, b, rel_tol=1e-5), f"{name} {mode} step {i}: {a!r} vs cpu {b!r}"
 
 
 def test_groups_found_on_disk_emit_no_ir(tmp_path):
     env = {"NEURON_MODE": "compile", "NEURON_CACHE_DIR": str(tmp_path)}
-    code = WARM_LOOP.format(tests=f"{ROOT}/tests/python", name="mlp", mode="compile")
+    code = WARM_LOOP.format(tests=f"{ROOT}/tests/python", name="mlp", mode="compile", steps=7)
     first = last_json(run_python(code, env=env))
     again = last_json(run_python(code, env=env))
     assert first["marks"][-1]["lowerings_emitted"] > 0
