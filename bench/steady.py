@@ -15,16 +15,18 @@ process with the same data and thread settings; a step ends at `loss.item()`. Ro
     compile_warm   NEURON_MODE=compile, restarted on the cold run's disk cache
     adaptive       NEURON_MODE=adaptive, cold; timed after `wait_for_compiles()`
     adaptive_warm  NEURON_MODE=adaptive, restarted on the cold run's disk cache
+    adaptive_nogrow  adaptive with NEURON_ADAPTIVE_GROW=0: its small groups for good (not by default)
     dynamo         torch.compile(model.loss, backend="neuron"), NEURON_MODE=compile, cold (not by default)
     dynamo_norep   the same with NEURON_GRAPH_REPLAY=0: every call records its ops (not by default)
     dynamo_opt     dynamo, and the optimizer step compiled too (AdamW capturable=True) (not by default)
     inductor       torch.compile(model.loss) on the CPU: PyTorch's Inductor (not by default: minutes)
     inductor_opt   inductor, and the optimizer step compiled too (capturable=True) (not by default)
 
-The step is timed after --warmup steps (adaptive: warm-up, wait_for_compiles(), two more steps),
+The step is timed after --warmup steps (adaptive: warm-up, wait_for_compiles(), then a step and
+wait_for_compiles() until its groups have grown (NEURON_ADAPTIVE_GROW, at most 20 rounds), two more steps),
 as median (min, max) over --steps steps (defaults 20 and 100: with 5 and 20 a single process's
-median of cnn in compile mode came out anywhere from 1.44 to 2.08 ms on the quiet machine); with --repeat R each row runs R processes and the
-process with the median steady step is reported. Per step the breakdown (stats()["host_time"],
+median of cnn in compile mode came out anywhere from 1.44 to 2.08 ms on the quiet machine); with --repeat R each row runs R processes (round by
+round: every row once, then again) and the process with the median steady step is reported. Per step the breakdown (stats()["host_time"],
 reset after the warm-up): record µs per recorded op, flush µs per flushed op (the recording
 thread hands the segment over), plan µs per flushed op (the executor cuts it into units), executor busy ms on
 compiled groups and on ops one by one, and the recording thread's wait at syncs. Ratios are
@@ -61,7 +63,7 @@ import models as M
 
 name = os.environ["STEADY_MODEL"]
 warmup, steps = int(os.environ["STEADY_WARMUP"]), int(os.environ["STEADY_STEPS"])
-n = warmup + steps + 2
+n = warmup + steps + 2 + 20  # (+ the rounds of group growth)
 torch.manual_seed(0)
 g = torch.Generator().manual_seed(1)
 lr, wd = 1e-3, 0.01
@@ -104,8 +106,16 @@ def step(x, y):
 it = iter(batches)
 for _ in range(warmup):
     step(*next(it))
+growth_rounds = 0
 if mode == "adaptive":
     torch_trn.wait_for_compiles()
+    # Group growth (NEURON_ADAPTIVE_GROW): once caught up, a probe step plans the larger groups,
+    # they build, and then they replace the small ones. The steady state is after that.
+    grows = os.environ.get("NEURON_ADAPTIVE_GROW", "1") != "0"
+    while grows and torch_trn.stats()["group_growth"] != "grown" and growth_rounds < 20:
+        step(*next(it))
+        torch_trn.wait_for_compiles()
+        growth_rounds += 1
     for _ in range(2):
         step(*next(it))
 if mode != "cpu":
@@ -119,9 +129,10 @@ out = {"steps": times, "losses": losses}
 if mode != "cpu":
     s = torch_trn.stats()
     out.update(host_time=s["host_time"], ops_recorded=s["ops_recorded"], ops_executed=s["ops_executed"],
-               ops_compiled=s["ops_run_compiled"], compiles=s["compiles"],
+               ops_compiled=s["ops_run_compiled"], groups_compiled=s["groups_run_compiled"], compiles=s["compiles"],
                plan_hits=s["plan_cache_hits"], plan_misses=s["plan_cache_misses"],
-               lowerings_emitted=s["lowerings_emitted"])
+               lowerings_emitted=s["lowerings_emitted"], group_growth=s["group_growth"],
+               growth_rounds=growth_rounds)
     if os.environ.get("NEURON_BENCH_GROUPS") == "1":
         out["groups"] = torch_trn._C.group_bench()
 print("RESULT " + json.dumps(out))
@@ -134,6 +145,7 @@ ROWS = {
     "compile_warm": ("compile", {"NEURON_MODE": "compile"}, "warm"),
     "adaptive": ("adaptive", {"NEURON_MODE": "adaptive"}, "cold"),
     "adaptive_warm": ("adaptive", {"NEURON_MODE": "adaptive"}, "warm"),
+    "adaptive_nogrow": ("adaptive", {"NEURON_MODE": "adaptive", "NEURON_ADAPTIVE_GROW": "0"}, "cold"),
     # torch.compile: the neuron backend in compile mode, and PyTorch's Inductor on the CPU.
     "dynamo": ("compile", {"NEURON_MODE": "compile", "STEADY_DYNAMO": "neuron"}, "cold"),
     "dynamo_norep": ("compile", {"NEURON_MODE": "compile", "STEADY_DYNAMO": "neuron", "NEURON_GRAPH_REPLAY": "0"},
@@ -252,13 +264,21 @@ def main():
         unknown = [r for r in rows if r not in ROWS]
         if unknown:
             ap.error(f"unknown rows {unknown}; known: {list(ROWS)}")
+        # Repeats run round by round (every row once, then again), so that a slow spell of the
+        # machine falls on every row instead of on one row's repeats.
+        reps = {}
+        for rep in range(args.repeat):
+            for model in models:
+                for row in rows:
+                    r = run(model, row, args, tmp)
+                    reps.setdefault((model, row), []).append(r)
+                    print(f"  {model:5s} {row:15s} {1e3 * r['median']:8.2f} ms"
+                          + (f" (round {rep + 1})" if args.repeat > 1 else ""), flush=True)
         results = {}
-        for model in models:
-            for row in rows:
-                reps = sorted((run(model, row, args, tmp) for _ in range(args.repeat)), key=lambda r: r["median"])
-                results[(model, row)] = r = reps[len(reps) // 2]
-                print(f"  {model:5s} {row:14s} {1e3 * r['median']:8.2f} ms", flush=True)
-    hdr = (f"{'model':5s} {'row':14s} {'median ms':>9s} {'(min':>7s} {'max)':>7s} {'/cpu':>5s} {'/eager':>6s} "
+        for key, runs in reps.items():
+            runs.sort(key=lambda r: r["median"])
+            results[key] = runs[len(runs) // 2]
+    hdr = (f"{'model':5s} {'row':15s} {'median ms':>9s} {'(min':>7s} {'max)':>7s} {'/cpu':>5s} {'/eager':>6s} "
            f"{'rec us/op':>9s} {'flush us/op':>11s} {'plan us/op':>10s} {'compiled ms':>11s} {'op-by-op ms':>11s} {'sync ms':>7s} "
            f"{'misses':>6s}")
     print()
@@ -271,7 +291,7 @@ def main():
 
             def ratio(base):
                 return f"{r['median'] / base['median']:.2f}" if base else "-"
-            print(f"{model:5s} {row:14s} {1e3 * r['median']:9.2f} {1e3 * min(r['steps']):7.2f} "
+            print(f"{model:5s} {row:15s} {1e3 * r['median']:9.2f} {1e3 * min(r['steps']):7.2f} "
                   f"{1e3 * max(r['steps']):7.2f} {ratio(cpu):>5s} {ratio(eager):>6s} "
                   + " ".join(f"{c:>{w}s}" for c, w in zip(breakdown(r, args.steps), (9, 11, 10, 11, 11, 7, 6))))
     print(f"\nper step ({args.clock} clock): rec = recording thread per recorded op; flush = recording thread "
@@ -279,6 +299,10 @@ def main():
           "units, binding cached plans); "
           "compiled / op-by-op = executor busy; sync = recording thread waiting for the executor (at syncs, and at flushes for units two flushes back); misses = plan cache "
           "misses (0 once warm)")
+    grown = {f"{m}/{ro}: {r['group_growth']} after {r['growth_rounds']} rounds"
+             for (m, ro), r in results.items() if r.get("group_growth")}
+    if grown:
+        print("adaptive group growth (NEURON_ADAPTIVE_GROW): " + ", ".join(sorted(grown)))
     print("targets: compile and adaptive <= 0.7 x cpu and <= 0.7 x eager; flush <= 1.5 us/op")
     if args.json:
         with open(args.json, "w") as f:

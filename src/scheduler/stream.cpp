@@ -34,6 +34,10 @@ const mlir_lowering::Target& TargetOf(const base::Knobs& knobs) {
 bool EagerOnTrn(const base::Knobs& knobs) {
   return knobs.mode == base::Mode::kEager && TargetOf(knobs).is_trn();
 }
+// adaptive mode with NEURON_ADAPTIVE_GROW and a larger NEURON_MAX_GROUP_OPS to grow to.
+bool Grows(const base::Knobs& knobs) {
+  return Adaptive(knobs) && knobs.adaptive_grow && knobs.max_group_ops > knobs.adaptive_group_ops;
+}
 base::Mode StreamMode(const base::Knobs& knobs) {
   return EagerOnTrn(knobs) ? base::Mode::kCompile : knobs.mode;
 }
@@ -73,7 +77,7 @@ Stream::Stream(const base::Knobs& knobs, base::Stats* stats)
       dump_dir_(knobs.dump_mlir_dir),
       variants_(knobs.shape_variants),
       compiler_(CompilerOptionsOf(knobs), stats, &cache_stats_),
-      growth_(Adaptive(knobs) && knobs.adaptive_grow && knobs.max_group_ops > knobs.adaptive_group_ops),
+      growth_(Grows(knobs)),
       pool_(Adaptive(knobs) ? std::make_unique<CompilePool>(
                                   CompilePoolOptions{static_cast<int>(knobs.compile_workers), knobs.compile_queue,
                                                      knobs.tiering && !target_.is_trn(), knobs.opt_level,
@@ -109,9 +113,7 @@ Stream::Stream(const base::Knobs& knobs, base::Stats* stats)
     sizings_.push_back(std::move(sizing));
   };
   add_sizing(EagerOnTrn(knobs) ? 1 : Adaptive(knobs) ? knobs.adaptive_group_ops : knobs.max_group_ops);
-  if (Adaptive(knobs) && knobs.adaptive_grow && knobs.max_group_ops > knobs.adaptive_group_ops) {
-    add_sizing(knobs.max_group_ops);
-  }
+  if (Grows(knobs)) add_sizing(knobs.max_group_ops);
   if (Adaptive(knobs)) stats_->SetGroupGrowth(std::string(GroupGrowth::Name(GroupGrowth::Phase::kSmall)));
 }
 
