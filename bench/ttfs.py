@@ -17,7 +17,8 @@ sees: from the moment the process is started to the first loss on the host, inte
   NEURON_OPT_LEVEL), adaptive_o0 (NEURON_OPT_LEVEL=0: one -O0 build only), compile_1thread
   (NEURON_COMPILE_WORKERS=1: compile mode builds a segment's groups one at a time),
   adaptive_noinstant (NEURON_INSTANT_TIER=0: groups without code run op by op), adaptive_nice0
-  (NEURON_COMPILE_NICE=0: the compile thread at the recording and executor threads' priority).
+  (NEURON_COMPILE_NICE=0: the compile thread at the recording and executor threads' priority),
+  adaptive_nogrow (NEURON_ADAPTIVE_GROW=0: groups stay small once compiled).
   Warm restart rows: compile_warm, adaptive_warm (and compile_warm_noplans, adaptive_warm_noplans:
   NEURON_CACHE_PLANS=0, the plans kept in memory only) run the model twice on a fresh
   NEURON_CACHE_DIR: a first process fills it (adaptive: it waits for its compiles at the end),
@@ -130,6 +131,7 @@ MODES = {
     "adaptive_noinstant": {"NEURON_MODE": "adaptive", "NEURON_INSTANT_TIER": "0"},
     "adaptive_o0": {"NEURON_MODE": "adaptive", "NEURON_OPT_LEVEL": "0"},
     "adaptive_nice0": {"NEURON_MODE": "adaptive", "NEURON_COMPILE_NICE": "0"},
+    "adaptive_nogrow": {"NEURON_MODE": "adaptive", "NEURON_ADAPTIVE_GROW": "0"},
     "compile_1thread": {"NEURON_MODE": "compile", "NEURON_COMPILE_WORKERS": "1"},
     "compile_warm": {"NEURON_MODE": "compile"},
     "adaptive_warm": {"NEURON_MODE": "adaptive"},
@@ -186,7 +188,7 @@ def main():
     ap.add_argument("--steps", type=int, default=10)
     ap.add_argument("--modes", default="cpu,eager,compile,adaptive", help="comma list of the main rows to run")
     ap.add_argument("--extra", default="", help="comma list of extra rows: adaptive_notier,adaptive_noinstant,"
-                    "adaptive_o0,adaptive_nice0,compile_1thread,compile_warm,adaptive_warm,compile_warm_noplans,"
+                    "adaptive_o0,adaptive_nice0,adaptive_nogrow,compile_1thread,compile_warm,adaptive_warm,compile_warm_noplans,"
                     "adaptive_warm_noplans")
     ap.add_argument("--repeat", type=int, default=1,
                     help="runs per (model, mode); the run with the median TTFS is reported (TTFS "
