@@ -229,6 +229,82 @@ LogicalResult Lowerer::LowerPool(mlir::linalg::GenericOp g) {
     }
     return runs;
   };
+  // Max pooling: take the tap's value `v` (and its index `ti`) where it beats the best so far
+  // (or is NaN: NaN wins), or where `runs` force it (the first tap inside the input).
+  auto take_where_better = [&](Value v, Value ti, Value acc, Value idx, int64_t cb, int64_t len,
+                               const std::vector<std::pair<int64_t, int64_t>>& runs) {
+    Value gt = Sbuf(cb, {len}, i1), nan = Sbuf(cb, {len}, i1), take = Sbuf(cb, {len}, i1);
+    Make<TensorTensorOp>(v, acc, gt, str("is_gt"));
+    Make<TensorTensorOp>(v, v, nan, str("not_equal"));
+    Make<TensorTensorOp>(gt, nan, take, str("logical_or"));
+    for (const auto& [x0, x1] : runs) {  // force the first inside
+      Value f = Sbuf(cb, {len}, i32), ge = Sbuf(cb, {len}, i1), lt = Sbuf(cb, {len}, i1);
+      Value in = Sbuf(cb, {len}, i1), forced = Sbuf(cb, {len}, i1);
+      Make<IotaOp>(f, b_.getI64IntegerAttr(0), b_.getI64IntegerAttr(0), b_.getI64IntegerAttr(1));
+      Make<TensorScalarOp>(f, ge, str("is_ge"), b_.getF32FloatAttr(static_cast<float>(x0)), Value());
+      Make<TensorScalarOp>(f, lt, str("is_lt"), b_.getF32FloatAttr(static_cast<float>(x1)), Value());
+      Make<TensorTensorOp>(ge, lt, in, str("logical_and"));
+      Make<TensorTensorOp>(take, in, forced, str("logical_or"));
+      take = forced;
+    }
+    Make<CopyPredicatedOp>(v, take, acc);
+    Make<CopyPredicatedOp>(ti, take, idx);
+  };
+  // Max pooling, one output tile (channels [c0, c0 + cb), output row r, the columns of `seg`)
+  // over the input depth `slices`: the maximum into `*best`, its flat input index into `*index`.
+  // ATen starts each window at its first position inside the input (value -inf): a column whose
+  // first tap is padding takes the first tap inside the input whatever its value (an all -inf
+  // window then keeps that position's index). In depth, the window starts at its first slice
+  // inside the input.
+  auto max_window = [&](const ConvSum& src, const std::vector<int64_t>& slices, int64_t c0, int64_t cb, int64_t r,
+                        const Segment& seg, Value* best, Value* index) {
+    const double ninf = -std::numeric_limits<double>::infinity();
+    const std::vector<std::vector<std::pair<int64_t, int64_t>>> firsts = FirstInside(r, seg);
+    const std::vector<std::pair<int64_t, int64_t>> no_runs;
+    Value acc, idx;
+    for (size_t q = 0; q < slices.size(); ++q) {
+      for (int64_t i = 0; i < k[0]; ++i) {
+        for (int64_t j = 0; j < k[1]; ++j) {
+          const ConvTap tap{0, i * d[0] - p[0], j * d[1] - p[1], slices[q] * X.depth_stride};
+          Value v = ShiftedTile(src, tap, c0, cb, r, 1, seg.c0, seg.cb, ninf);
+          const bool first = q == 0 && i == 0 && j == 0;
+          if (!v && !first) continue;
+          Value ti = Sbuf(cb, {seg.cb}, i32);
+          Make<IotaOp>(ti, b_.getI64IntegerAttr((slices[q] * h + r * s[0] + tap.ah) * w + seg.c0 * s[1] + tap.aw),
+                       b_.getI64IntegerAttr(0), b_.getI64IntegerAttr(s[1]));
+          if (first) {  // best = the first tap (-inf outside), its index
+            acc = v;
+            if (!acc) {
+              acc = Sbuf(cb, {seg.cb}, f32);
+              Make<MemsetOp>(acc, b_.getF64FloatAttr(ninf));
+            }
+            idx = ti;
+            continue;
+          }
+          take_where_better(v, ti, acc, idx, cb, seg.cb, q == 0 ? firsts[i * k[1] + j] : no_runs);
+        }
+      }
+    }
+    *best = acc;
+    *index = idx;
+  };
+  // Average pooling, one output tile: the window's sum over its divisor.
+  auto avg_window = [&](const ConvSum& src, int64_t c0, int64_t cb, int64_t r, const Segment& seg) {
+    Value acc;
+    for (int64_t i = 0; i < k[0]; ++i) {
+      for (int64_t j = 0; j < k[1]; ++j) {
+        Value v = ShiftedTile(src, ConvTap{0, i - p[0], j - p[1]}, c0, cb, r, 1, seg.c0, seg.cb);
+        if (v) add_into(acc, v, cb, seg.cb);
+      }
+    }
+    if (!acc) {
+      acc = Sbuf(cb, {seg.cb}, f32);
+      Make<MemsetOp>(acc, b_.getF64FloatAttr(0.0));
+    }
+    Value mean = Sbuf(cb, {seg.cb}, f32);
+    Make<TensorScalarOp>(acc, mean, str("divide"), b_.getF32FloatAttr(static_cast<float>(div_of(r, seg))), Value());
+    return mean;
+  };
   if (!backward) {
     for (int64_t b = 0; b < n; ++b) {
       const ConvSum src = source(X, b, h, w, s[0], s[1]);
@@ -244,68 +320,13 @@ LogicalResult Lowerer::LowerPool(mlir::linalg::GenericOp g) {
           const int64_t cb = std::min<int64_t>(kMaxPartitions, c - c0);
           for (int64_t r = 0; r < oh; ++r) {
             for (const Segment& seg : Segments(ow, k[1], s[1], p[1], w, !max)) {
-              Value acc, idx;
+              Value acc;
               if (max) {
-                const double ninf = -std::numeric_limits<double>::infinity();
-                // ATen starts each window at its first position inside the input (value -inf): a
-                // column whose first tap is padding takes the first tap inside the input whatever
-                // its value (an all -inf window then keeps that position's index). In depth, the
-                // window starts at its first slice inside the input.
-                const std::vector<std::vector<std::pair<int64_t, int64_t>>> firsts = FirstInside(r, seg);
-                const std::vector<std::pair<int64_t, int64_t>> no_runs;
-                for (size_t q = 0; q < slices.size(); ++q) {
-                  for (int64_t i = 0; i < k[0]; ++i) {
-                    for (int64_t j = 0; j < k[1]; ++j) {
-                      const ConvTap tap{0, i * d[0] - p[0], j * d[1] - p[1], slices[q] * X.depth_stride};
-                      Value v = ShiftedTile(src, tap, c0, cb, r, 1, seg.c0, seg.cb, ninf);
-                      const bool first = q == 0 && i == 0 && j == 0;
-                      if (!v && !first) continue;
-                      Value ti = Sbuf(cb, {seg.cb}, i32);
-                      Make<IotaOp>(ti, b_.getI64IntegerAttr((slices[q] * h + r * s[0] + tap.ah) * w + seg.c0 * s[1] + tap.aw),
-                                   b_.getI64IntegerAttr(0), b_.getI64IntegerAttr(s[1]));
-                      if (first) {  // best = the first tap (-inf outside), its index
-                        acc = v;
-                        if (!acc) {
-                          acc = Sbuf(cb, {seg.cb}, f32);
-                          Make<MemsetOp>(acc, b_.getF64FloatAttr(ninf));
-                        }
-                        idx = ti;
-                        continue;
-                      }
-                      Value gt = Sbuf(cb, {seg.cb}, i1), nan = Sbuf(cb, {seg.cb}, i1), take = Sbuf(cb, {seg.cb}, i1);
-                      Make<TensorTensorOp>(v, acc, gt, str("is_gt"));
-                      Make<TensorTensorOp>(v, v, nan, str("not_equal"));
-                      Make<TensorTensorOp>(gt, nan, take, str("logical_or"));
-                      for (const auto& [x0, x1] : q == 0 ? firsts[i * k[1] + j] : no_runs) {  // force the first inside
-                        Value f = Sbuf(cb, {seg.cb}, i32), ge = Sbuf(cb, {seg.cb}, i1), lt = Sbuf(cb, {seg.cb}, i1);
-                        Value in = Sbuf(cb, {seg.cb}, i1), forced = Sbuf(cb, {seg.cb}, i1);
-                        Make<IotaOp>(f, b_.getI64IntegerAttr(0), b_.getI64IntegerAttr(0), b_.getI64IntegerAttr(1));
-                        Make<TensorScalarOp>(f, ge, str("is_ge"), b_.getF32FloatAttr(static_cast<float>(x0)), Value());
-                        Make<TensorScalarOp>(f, lt, str("is_lt"), b_.getF32FloatAttr(static_cast<float>(x1)), Value());
-                        Make<TensorTensorOp>(ge, lt, in, str("logical_and"));
-                        Make<TensorTensorOp>(take, in, forced, str("logical_or"));
-                        take = forced;
-                      }
-                      Make<CopyPredicatedOp>(v, take, acc);
-                      Make<CopyPredicatedOp>(ti, take, idx);
-                    }
-                  }
-                }
+                Value idx;
+                max_window(src, slices, c0, cb, r, seg, &acc, &idx);
                 store(idx, I, b, od, c0, cb, r, seg.c0, seg.cb);
               } else {
-                for (int64_t i = 0; i < k[0]; ++i) {
-                  for (int64_t j = 0; j < k[1]; ++j) {
-                    Value v = ShiftedTile(src, ConvTap{0, i - p[0], j - p[1]}, c0, cb, r, 1, seg.c0, seg.cb);
-                    if (v) add_into(acc, v, cb, seg.cb);
-                  }
-                }
-                if (!acc) {
-                  acc = Sbuf(cb, {seg.cb}, f32);
-                  Make<MemsetOp>(acc, b_.getF64FloatAttr(0.0));
-                }
-                Value mean = Sbuf(cb, {seg.cb}, f32);
-                Make<TensorScalarOp>(acc, mean, str("divide"), b_.getF32FloatAttr(static_cast<float>(div_of(r, seg))), Value());
-                acc = mean;
+                acc = avg_window(src, c0, cb, r, seg);
               }
               store(acc, R, b, od, c0, cb, r, seg.c0, seg.cb);
             }
