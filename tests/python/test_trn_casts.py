@@ -43,3 +43,33 @@ def test_float_to_int_truncates_toward_zero_and_int_abs_on_trn2():
     assert "aten::abs" in ran_on_core(dev), sorted(ran_on_core(dev))
     assert dev["ops_on_host"] == 0 and dev["trn_internal_failures"] == 0, dev
     assert not dev["host_group_reasons"], dev["host_group_reasons"]
+
+
+def test_float_scalar_into_an_integer_tensor_truncates_on_trn2():
+    # A float Scalar written into an integer tensor (fill_, full(...).to(int)) is a runtime
+    # scalar, a column on the core: it used to be taken as already integral, and the copy into
+    # an i32 tile rounded it to nearest (fill_(2.7) gave 3). Eager mode on trn2 runs each op as
+    # a group of one, compile mode fuses the fill with the conversion.
+    for mode in ("compile", "eager"):
+        out = last_json(run_python("""
+            import json, torch, torch_trn
+            vals = [2.7, -2.7, 3.5, -3.5, 0.5, -0.5, 1e6 + 0.75, 7.0]
+            def f(dev):
+                r = []
+                for v in vals:
+                    x = torch.zeros(4, 3, dtype=torch.int32, device=dev)
+                    x.fill_(v)
+                    y = torch.full((4, 3), v, device=dev).to(torch.int64) + 0
+                    z = torch.full((4, 3), 1, dtype=torch.int32, device=dev).fill_(v) * 2
+                    r += [x.cpu().tolist(), y.cpu().tolist(), z.cpu().tolist()]
+                return r
+            ref = f("cpu")
+            torch_trn.reset_stats()
+            got = f("neuron")
+            print(json.dumps({"equal": got == ref, "got": got[:3], "ref": ref[:3],
+                              "dev": torch_trn.stats()["device"]}))
+        """, env={**TRN, "NEURON_MODE": mode, "NEURON_CACHE_DIR": "off"}))
+        assert out["equal"], (mode, out["got"], out["ref"])
+        dev = out["dev"]
+        assert "aten::fill_" in ran_on_core(dev), (mode, sorted(ran_on_core(dev)))
+        assert dev["ops_on_host"] == 0 and dev["trn_internal_failures"] == 0, (mode, dev)

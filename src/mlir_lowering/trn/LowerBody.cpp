@@ -353,14 +353,13 @@ std::optional<LogicalResult> Lowerer::LowerIntegerOp(mlir::Operation& op, llvm::
       (mlir::isa<mlir::arith::TruncIOp>(op) && !result.isInteger(1))) {
     return set(in[0]);  // i32 on the core whatever the width (DeviceType)
   }
-  if (mlir::isa<mlir::arith::FPToSIOp>(op) && in[0].kind() != Kind::kTile) {
-    // A constant truncates toward zero; a column is a runtime scalar, which for an integer op is
-    // an integer argument the runtime passes as f32 (exact up to 2^24 in magnitude).
-    if (in[0].kind() == Kind::kConst) return set(Val::Const(std::trunc(*in[0].constant)));
-    return set(in[0]);
+  if (mlir::isa<mlir::arith::FPToSIOp>(op) && in[0].kind() == Kind::kConst) {
+    return set(Val::Const(std::trunc(*in[0].constant)));  // toward zero
   }
   if (mlir::isa<mlir::arith::FPToSIOp>(op) && !result.isInteger(1)) {
-    // Truncation toward zero (x.long(), x.int()): r = x rounded to nearest (a copy into an i32
+    // Truncation toward zero (x.long(), x.int(), a float Scalar filled into an integer tensor),
+    // of a tile or of a column (a runtime scalar, passed as f32: 2.7 must give 2, not the 3 a
+    // copy into an i32 tile rounds to): r = x rounded to nearest (a copy into an i32
     // tile, as floor does), then one step back toward zero where r passed x away from it:
     // r - (r > x and x > 0) + (r < x and x < 0). As in C, |x| >= 2^31, inf and NaN give no
     // defined integer.
