@@ -53,6 +53,16 @@ def cpu_losses(name, steps, optim="adamw"):
     return out
 
 
+def assert_losses_match(what, got, want, rtol=1e-5, labels=None):
+    """Each step's loss on the device `got` equals PyTorch CPU's `want` to `rtol` (relative), and
+    there are as many; `what` names the run and `labels[i]`, when given, step i (e.g. its phase)."""
+    import math
+    assert len(got) == len(want), (what, got, want)
+    for i, (a, b) in enumerate(zip(got, want)):
+        at = f" ({labels[i]})" if labels else ""
+        assert math.isclose(a, b, rel_tol=rtol), f"{what}: step {i}{at} loss neuron={a!r} cpu={b!r}"
+
+
 # Damage to a disk-cache entry (the entry header, src/runtime/cache/entry_format.h: u32 header
 # size at byte 12, u64 payload size at byte 16).
 def flip_entry_payload_byte(path):

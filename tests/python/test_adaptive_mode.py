@@ -10,11 +10,10 @@ with PyTorch's CPU results computed here. What is asserted:
     the loop), compile failures never fail the user (reason counted and logged once);
   - a full compile queue only delays compiling; NEURON_LAUNCH_BLOCKING=1 runs op by op.
 """
-import math
 
 import pytest
 
-from helpers import ROOT, cpu_losses, last_json, run_python
+from helpers import ROOT, assert_losses_match, cpu_losses, last_json, run_python
 from models import MODELS
 
 ADAPTIVE = {"NEURON_MODE": "adaptive"}
@@ -59,12 +58,6 @@ print(json.dumps({{"losses": losses, "entries": entries, "compiled": compiled, "
 def train(name, steps, waits=(), env=None, optim="adamw"):
     return run_json(TRAIN.format(tests=f"{ROOT}/tests/python", name=name, steps=steps, waits=list(waits),
                                  optim=optim), env)
-
-
-def assert_losses_match(name, got, want, rtol=1e-5):
-    for i, (a, b) in enumerate(zip(got, want)):
-        assert math.isclose(a, b, rel_tol=rtol), f"{name}: step {i} loss neuron={a!r} cpu={b!r}"
-    assert len(got) == len(want)
 
 
 @pytest.mark.parametrize("name", list(MODELS))

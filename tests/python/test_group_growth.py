@@ -10,11 +10,10 @@ step, and compares with PyTorch CPU. What is asserted:
   - a restart on the disk cache goes through the same phases and compiles nothing;
   - NEURON_ADAPTIVE_GROW=0 stays small with the same keys; compile and eager mode report no phase.
 """
-import math
 
 import pytest
 
-from helpers import ROOT, cpu_losses, last_json, run_python
+from helpers import ROOT, assert_losses_match, cpu_losses, last_json, run_python
 
 TRAIN = """
 import json, sys, torch, torch_trn
@@ -47,11 +46,8 @@ def train(name, steps, env):
     return out["rows"]
 
 
-def assert_losses_match(rows, want):
-    got = [r["loss"] for r in rows]
-    assert len(got) == len(want)
-    for i, (a, b) in enumerate(zip(got, want)):
-        assert math.isclose(a, b, rel_tol=1e-5), f"step {i}: loss neuron={a!r} cpu={b!r} ({rows[i]['phase']})"
+def assert_rows_match_cpu(rows, want):
+    assert_losses_match("gpt", [r["loss"] for r in rows], want, labels=[r["phase"] for r in rows])
 
 
 # Small groups of at most 16 ops, so that growing to 256 is plain in the group counts.
@@ -60,7 +56,7 @@ SMALL = {"NEURON_MODE": "adaptive", "NEURON_ADAPTIVE_GROUP_OPS": "16", "NEURON_C
 
 def test_groups_grow_once_compiled_and_keep_their_keys():
     rows = train("gpt", GPT_STEPS, SMALL)
-    assert_losses_match(rows, cpu_losses("gpt", GPT_STEPS))
+    assert_rows_match_cpu(rows, cpu_losses("gpt", GPT_STEPS))
     phases = [r["phase"] for r in rows]
     order = ["small", "probe", "await", "grown"]
     assert phases[0] == "small" and phases[-1] == "grown", phases
@@ -94,14 +90,14 @@ def test_a_restart_on_the_disk_cache_grows_without_compiling(tmp_path):
     again = train("gpt", 12, env)
     assert again[-1]["phase"] == "grown", [r["phase"] for r in again]
     assert sum(r["compiles"] for r in again) == 0, [r["compiles"] for r in again]
-    assert_losses_match(again, cpu_losses("gpt", 12))
+    assert_rows_match_cpu(again, cpu_losses("gpt", 12))
     probe_ops = again[[r["phase"] for r in again].index("await")]
     assert probe_ops["ops_run_compiled"] >= 0.95 * probe_ops["ops_executed"], f"the probe found its code: {probe_ops}"
 
 
 def test_growth_off_stays_small():
     rows = train("gpt", 8, {**SMALL, "NEURON_ADAPTIVE_GROW": "0"})
-    assert_losses_match(rows, cpu_losses("gpt", 8))
+    assert_rows_match_cpu(rows, cpu_losses("gpt", 8))
     assert {r["phase"] for r in rows} == {"small"}
     assert all(r["plan_cache_misses"] == 0 for r in rows[2:]), rows
     entries = [r["entries"] for r in rows[2:]]

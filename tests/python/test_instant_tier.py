@@ -14,13 +14,12 @@ results computed in the same process. What is asserted:
   - an ATen op failing inside an instant unit is reported with its op and line, as op by op.
 """
 import json
-import math
 
 import pytest
 
 from torch_trn import timeline
 
-from helpers import ROOT, cpu_losses, last_json, line_of, run_python
+from helpers import ROOT, assert_losses_match, cpu_losses, last_json, line_of, run_python
 
 SLOW = {"NEURON_MODE": "adaptive", "NEURON_TEST_COMPILE_FAULT": "slow"}
 
@@ -204,9 +203,7 @@ def test_training_through_the_instant_tier_equals_cpu(name):
     steps = 4
     out = last_json(run_python(PRELUDE + TRAIN.format(tests=f"{ROOT}/tests/python", name=name, steps=steps),
                                env=SLOW))
-    want = cpu_losses(name, steps)
-    for i, (a, b) in enumerate(zip(out["losses"], want)):
-        assert math.isclose(a, b, rel_tol=1e-5), f"{name}: step {i} loss neuron={a!r} cpu={b!r}"
+    assert_losses_match(name, out["losses"], cpu_losses(name, steps))
     s = out["stats"]
     assert s["ops_chained_instant"] > 0 and s["ops_run_compiled"] == 0, s
 

@@ -10,12 +10,11 @@ What is asserted, each program in a fresh process (the mode is read once at impo
   - a buffer that is a temporary one step and kept alive by the user the next: both steps right.
 """
 import json
-import math
 
 import pytest
 import torch
 
-from helpers import ROOT, cpu_losses, last_json, run_python
+from helpers import ROOT, assert_losses_match, cpu_losses, last_json, run_python
 
 WARM_LOOP_STEPS = 12
 WARM_LOOP = """
@@ -63,8 +62,7 @@ def test_warm_loop_plans_and_emits_nothing(name, mode, tmp_path):
     assert end["compiles"] == warm["compiles"], out["marks"]
     assert end["plan_cache_misses"] == warm["plan_cache_misses"], f"a warm step planned a group: {out['marks']}"
     assert end["plan_cache_hits"] > warm["plan_cache_hits"]
-    for i, (a, b) in enumerate(zip(out["losses"], cpu_losses(name, WARM_LOOP_STEPS))):
-        assert math.isclose(a, b, rel_tol=1e-5), f"{name} {mode} step {i}: {a!r} vs cpu {b!r}"
+    assert_losses_match(f"{name} {mode}", out["losses"], cpu_losses(name, WARM_LOOP_STEPS))
 
 
 def test_groups_found_on_disk_emit_no_ir(tmp_path):
