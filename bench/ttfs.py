@@ -29,6 +29,11 @@ sees: from the moment the process is started to the first loss on the host, inte
 A second table gives per neuron row the wall time of the first 10 steps against eager's, and per
 step the share of ops run fused: compiled, or in a chain of the instant tier (docs/adaptive.md).
 
+A step ends when all its work has run: `loss.item()`, then on the device `torch_trn.sync()`
+(compile and adaptive mode's `loss.item()` waits for the forward only, and the per-step counts
+need the rest run). A loop without per-step counts overlaps the optimizer step with the next
+forward's recording, so these step times are conservative for the neuron modes; bench/steady.py
+times the pipelined loop. TTFS ends with the first step so defined.
 Steady step = median of steps 5..N (1-based). Every neuron run is profiled (the same for all
 modes). "hidden" is the share of compile time off the program's critical path (on a compile
 thread, which nothing waits for, while the program ran); "overlap" the share during which the
@@ -97,6 +102,10 @@ for x, y in batches:
     loss = model.loss(x.to(dev), y.to(dev))
     loss.backward(); opt.step(); opt.zero_grad()
     losses.append(loss.item())
+    if mode != "cpu":
+        # The step ends when its work has run: loss.item() waits only for the forward's flushes
+        # (compile, adaptive), and the per-step counts below would wait, untimed, for the rest.
+        torch_trn.sync()
     times.append(time.perf_counter() - t)
     if ttfs is None:
         ttfs = time.time() - T0
