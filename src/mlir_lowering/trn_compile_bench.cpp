@@ -1,5 +1,6 @@
 // trn-compile-bench: compiles group modules (files written by NEURON_DUMP_MLIR) for the host
-// with CompileToObject and prints where each compile's time goes (parse, MLIR pipeline, LLVM).
+// with CompileToObject and prints where each compile's time goes (parse, MLIR pipeline, LLVM;
+// means), then the median, p90, max and min of one compile's total.
 // For measuring the compiler alone, without a model run around it (bench/README.md).
 //   trn-compile-bench [--level N] [--codegen N] [--repeat K] [--func NAME] [--verify-each]
 //                     [--objects DIR] file.mlir...
@@ -55,6 +56,7 @@ int main(int argc, char** argv) {
   double parse = 0, pipeline = 0, translate = 0, optimize = 0, codegen_ms = 0;
   size_t object_bytes = 0;
   int compiles = 0;
+  std::vector<double> each_ms;  // one compile's total, for the median (the issues' targets are medians)
   for (const std::string& path : files) {
     std::ifstream in(path);
     if (!in) {
@@ -75,6 +77,7 @@ int main(int argc, char** argv) {
       translate += t.translate_ms;
       optimize += t.optimize_ms;
       codegen_ms += t.codegen_ms;
+      each_ms.push_back(t.parse_ms + t.pipeline_ms + t.translate_ms + t.optimize_ms + t.codegen_ms);
       object_bytes += object->bytes.size();
       ++compiles;
       if (!objects_dir.empty() && r == 0) {
@@ -97,5 +100,9 @@ int main(int argc, char** argv) {
               verify_each ? ", verifying each pass" : "", total / compiles,
               parse / compiles, pipeline / compiles, translate / compiles, optimize / compiles,
               codegen_ms / compiles, static_cast<double>(object_bytes) / compiles);
+  std::sort(each_ms.begin(), each_ms.end());
+  const auto at = [&](double q) { return each_ms[static_cast<size_t>(q * static_cast<double>(each_ms.size() - 1) + 0.5)]; };
+  std::printf("one compile: median %.1f ms, p90 %.1f, max %.1f, min %.1f\n", at(0.5), at(0.9), each_ms.back(),
+              each_ms.front());
   return 0;
 }
