@@ -22,6 +22,7 @@
 #include <ATen/ops/clamp_min_meta_dispatch.h>
 #include <ATen/ops/cos_meta_dispatch.h>
 #include <ATen/ops/div_meta_dispatch.h>
+#include <ATen/ops/empty.h>
 #include <ATen/ops/eq_meta_dispatch.h>
 #include <ATen/ops/erf_meta_dispatch.h>
 #include <ATen/ops/exp_meta_dispatch.h>
@@ -62,7 +63,9 @@
 #include <ATen/ops/zero_meta_dispatch.h>
 #include <c10/core/ScalarType.h>
 
+#include <array>
 #include <atomic>
+#include <tuple>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -81,9 +84,12 @@ using OS = const std::optional<at::Scalar>&;
 using OT = const std::optional<at::Tensor>&;
 using IA = at::IntArrayRef;
 
+using Accepts = bool (*)(const std::vector<c10::IValue>& args);
+
 struct Entry {
   c10::KernelFunction kernel;
   bool floating_only = false;  // the first argument must be a floating-point tensor
+  Accepts accepts = nullptr;   // else: the arguments it handles (others keep the dispatcher's kernel)
 };
 
 using Table = absl::flat_hash_map<std::string, Entry>;
@@ -91,6 +97,57 @@ using Table = absl::flat_hash_map<std::string, Entry>;
 template <class Sig>
 void Add(Table* t, const char* name, Sig* fn, bool floating_only = false) {
   t->emplace(name, Entry{c10::KernelFunction::makeFromUnboxedRuntimeFunction(fn), floating_only});
+}
+
+template <class Sig>
+void AddWhen(Table* t, const char* name, Sig* fn, Accepts accepts) {
+  t->emplace(name, Entry{c10::KernelFunction::makeFromUnboxedRuntimeFunction(fn), false, accepts});
+}
+
+// Batch norm has no structured Meta function, and its Python Meta kernel costs ~2 ms on its first
+// call per geometry: ~8 ms of a small CNN's first step. On contiguous float32 tensors the CPU
+// kernels the executor runs return contiguous results: the output (or grad_input) shaped like
+// the input, and per-channel [C] statistics (or grad_weight / grad_bias, as output_mask asks).
+// Eval mode's empty statistics are shape_rules.h's correction, as for the Python kernel. Anything
+// else (channels_last, mixed or half dtypes, a parameter that is not [C], or [0] for eval mode's
+// saved statistics) keeps the dispatcher's kernel, with its checks and errors.
+bool ContiguousFloatBatchNorm(const std::vector<c10::IValue>& args, size_t tensors) {
+  if (args.size() < tensors || !args[0].isTensor()) return false;
+  const at::Tensor& first = args[0].toTensor();
+  if (!first.defined() || first.dim() < 2 || first.scalar_type() != at::kFloat) return false;
+  const int64_t channels = first.size(1);
+  for (size_t i = 0; i < tensors; ++i) {
+    if (args[i].isNone()) continue;
+    if (!args[i].isTensor()) return false;
+    const at::Tensor& t = args[i].toTensor();
+    if (!t.defined()) continue;
+    if (t.scalar_type() != at::kFloat || !t.is_contiguous() || t.device().is_cpu()) return false;
+    const bool full = t.sizes() == first.sizes();
+    const bool per_channel = t.dim() == 1 && t.size(0) == channels;
+    const bool empty = t.dim() == 1 && t.size(0) == 0;  // eval mode's saved statistics
+    if (!full && !per_channel && !empty) return false;
+  }
+  return true;
+}
+// native_batch_norm(input, weight?, bias?, running_mean?, running_var?, training, momentum, eps)
+bool AcceptsBatchNorm(const std::vector<c10::IValue>& args) { return ContiguousFloatBatchNorm(args, 5); }
+// native_batch_norm_backward(grad_out, input, weight?, running_mean?, running_var?, save_mean?,
+// save_invstd?, train, eps, output_mask)
+bool AcceptsBatchNormBackward(const std::vector<c10::IValue>& args) {
+  return ContiguousFloatBatchNorm(args, 7) && args[1].isTensor() &&
+         args[1].toTensor().sizes() == args[0].toTensor().sizes();
+}
+std::tuple<T, T, T> BatchNormMeta(CT input, OT, OT, OT, OT, bool, double, double) {
+  const int64_t channels = input.size(1);
+  return {at::empty(input.sizes(), input.options()), at::empty({channels}, input.options()),
+          at::empty({channels}, input.options())};
+}
+std::tuple<T, T, T> BatchNormBackwardMeta(CT, CT input, OT, OT, OT, OT, OT, bool, double,
+                                          std::array<bool, 3> output_mask) {
+  const int64_t channels = input.size(1);
+  return {output_mask[0] ? at::empty(input.sizes(), input.options()) : T(),
+          output_mask[1] ? at::empty({channels}, input.options()) : T(),
+          output_mask[2] ? at::empty({channels}, input.options()) : T()};
 }
 
 // relu has no structured Meta function; on floating-point tensors its result is clamp_min(x, 0)'s
@@ -245,6 +302,10 @@ Table Build() {
                                                                  &at::meta::avg_pool2d_backward);
   Add<T&(CT, CT, IA, IA, IA, bool, bool, std::optional<int64_t>, T&)>(
       &t, "aten::avg_pool2d_backward.grad_input", &at::meta::avg_pool2d_backward_outf);
+  AddWhen<std::tuple<T, T, T>(CT, OT, OT, OT, OT, bool, double, double)>(&t, "aten::native_batch_norm",
+                                                                         &BatchNormMeta, &AcceptsBatchNorm);
+  AddWhen<std::tuple<T, T, T>(CT, CT, OT, OT, OT, OT, OT, bool, double, std::array<bool, 3>)>(
+      &t, "aten::native_batch_norm_backward", &BatchNormBackwardMeta, &AcceptsBatchNormBackward);
   return t;
 }
 
@@ -277,6 +338,7 @@ const c10::KernelFunction* CppMetaKernel(const c10::OperatorHandle& op, const st
       (args.empty() || !args[0].isTensor() || !at::isFloatingType(args[0].toTensor().scalar_type()))) {
     return nullptr;
   }
+  if (it->second.accepts != nullptr && !it->second.accepts(args)) return nullptr;
   g_calls.fetch_add(1, std::memory_order_relaxed);
   return &it->second.kernel;
 }

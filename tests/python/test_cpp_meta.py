@@ -148,6 +148,72 @@ def test_matmul_losses_and_pooling_match_cpu():
     assert cpp_calls() > before
 
 
+@pytest.mark.parametrize("affine", [True, False])
+@pytest.mark.parametrize("shape", [(4, 3, 5, 6), (6, 3), (2, 3, 1, 1)])
+def test_batch_norm_forward_and_backward_match_cpu_from_cpp(shape, affine):
+    """native_batch_norm and its backward (no structured Meta function: cpp_meta.cpp's own) in
+    training and eval mode: outputs, statistics, running statistics and gradients have CPU's
+    geometry and values, and the C++ functions were the ones asked (geometries no other test
+    uses, so every call is a meta cache miss)."""
+    g = torch.Generator().manual_seed(2)
+    shape = (shape[0] + (0 if affine else 1),) + shape[1:]  # each case its own geometry
+    x = torch.randn(*shape, generator=g)
+    bn_cpu = torch.nn.BatchNorm2d(3, affine=affine) if len(shape) == 4 else torch.nn.BatchNorm1d(3, affine=affine)
+    bn_dev = type(bn_cpu)(3, affine=affine).to(DEV)
+    bn_dev.load_state_dict(bn_cpu.state_dict())
+    before = cpp_calls()
+    for training in (True, False):
+        bn_cpu.train(training), bn_dev.train(training)
+        xc = x.clone().requires_grad_()
+        xd = x.to(DEV).requires_grad_()
+        want, got = bn_cpu(xc), bn_dev(xd)
+        same(got, want, f"batch_norm {shape} training={training}")
+        grad = torch.randn(*shape, generator=g)
+        want.backward(grad)
+        got.backward(grad.to(DEV))
+        same(xd.grad, xc.grad, f"batch_norm {shape} training={training}: grad_input")
+        if affine:
+            same(bn_dev.weight.grad, bn_cpu.weight.grad, f"batch_norm {shape}: grad_weight")
+            same(bn_dev.bias.grad, bn_cpu.bias.grad, f"batch_norm {shape}: grad_bias")
+        same(bn_dev.running_mean, bn_cpu.running_mean, f"batch_norm {shape}: running_mean")
+        same(bn_dev.running_var, bn_cpu.running_var, f"batch_norm {shape}: running_var")
+    # Forward and backward, in training and in eval mode.
+    assert cpp_calls() >= before + 4
+
+
+def test_batch_norm_outside_the_cpp_case_keeps_the_dispatchers_kernel():
+    """channels_last input and float64: the Python Meta kernel answers (no C++ call), and the
+    results are still CPU's."""
+    g = torch.Generator().manual_seed(3)
+    for x in (torch.randn(2, 3, 4, 5, generator=g).contiguous(memory_format=torch.channels_last),
+              torch.randn(2, 3, 4, 5, generator=g, dtype=torch.float64)):
+        bn = torch.nn.BatchNorm2d(3).to(x.dtype)
+        bn_dev = torch.nn.BatchNorm2d(3).to(x.dtype).to(DEV)
+        xd = x.to(DEV)
+        before = cpp_calls()
+        got = torch.ops.aten.native_batch_norm(xd, bn_dev.weight, bn_dev.bias, bn_dev.running_mean,
+                                               bn_dev.running_var, True, 0.1, 1e-5)
+        assert cpp_calls() == before, f"{x.dtype}, strides {x.stride()}: the C++ function was asked"
+        want = torch.ops.aten.native_batch_norm(x, bn.weight, bn.bias, bn.running_mean, bn.running_var, True, 0.1, 1e-5)
+        for i, (d, c) in enumerate(zip(got, want)):
+            same(d, c, f"native_batch_norm {x.dtype} {x.stride()} result {i}")
+
+
+def test_batch_norm_with_a_wrong_parameter_is_cpus_case():
+    """A weight that is not [C]: F.batch_norm raises CPU's error; the native op itself (which does
+    not check it on the CPU either) is not the C++ function's case, and gives CPU's result."""
+    g = torch.Generator().manual_seed(4)
+    x, w = torch.randn(2, 3, 4, 4, generator=g), torch.randn(4, generator=g)
+    with pytest.raises(RuntimeError, match="weight should contain 3 elements not 4"):
+        F.batch_norm(x.to(DEV), None, None, w.to(DEV), None, True)
+    before = cpp_calls()
+    got = torch.ops.aten.native_batch_norm(x.to(DEV), w.to(DEV), None, None, None, True, 0.1, 1e-5)
+    assert cpp_calls() == before
+    want = torch.ops.aten.native_batch_norm(x, w, None, None, None, True, 0.1, 1e-5)
+    for i, (d, c) in enumerate(zip(got, want)):
+        same(d, c, f"native_batch_norm with a [4] weight, result {i}")
+
+
 def test_the_cpp_functions_are_the_ones_asked():
     before = cpp_calls()
     x = torch.randn(7, 13, device=DEV)  # geometry no other test uses: a meta cache miss
