@@ -181,6 +181,39 @@ def test_batch_norm_forward_and_backward_match_cpu_from_cpp(shape, affine):
     assert cpp_calls() >= before + 4
 
 
+@pytest.mark.parametrize("affine", ["both", "weight", "none"])
+@pytest.mark.parametrize("shape,normalized", [((4, 6, 10), (10,)), ((3, 5, 4, 6), (4, 6)), ((7, 9), (9,))])
+def test_layer_norm_forward_and_backward_match_cpu_from_cpp(shape, normalized, affine):
+    """native_layer_norm and its backward (cpp_meta.cpp's own): output, mean, rstd and the
+    gradients of input, weight and bias have CPU's geometry and values, and the C++ functions
+    were the ones asked (each case its own geometry: meta cache misses)."""
+    g = torch.Generator().manual_seed(5)
+    shape = (shape[0] + ["both", "weight", "none"].index(affine),) + shape[1:]
+    x = torch.randn(*shape, generator=g)
+    w = torch.randn(*normalized, generator=g) if affine != "none" else None
+    b = torch.randn(*normalized, generator=g) if affine == "both" else None
+    leaves_cpu = [t.clone().requires_grad_() for t in (x, w, b) if t is not None]
+    leaves_dev = [t.to(DEV).requires_grad_() for t in (x, w, b) if t is not None]
+
+    def run(leaves):
+        it = iter(leaves)
+        xi = next(it)
+        wi = next(it) if w is not None else None
+        bi = next(it) if b is not None else None
+        return torch.ops.aten.native_layer_norm(xi, list(normalized), wi, bi, 1e-5)
+
+    before = cpp_calls()
+    got, want = run(leaves_dev), run(leaves_cpu)
+    for i, (d, c) in enumerate(zip(got, want)):
+        same(d, c, f"native_layer_norm {shape} {normalized} {affine}: result {i}")
+    grad = torch.randn(*shape, generator=g)
+    grads_dev = torch.autograd.grad(got[0], leaves_dev, grad.to(DEV))
+    grads_cpu = torch.autograd.grad(want[0], leaves_cpu, grad)
+    for i, (d, c) in enumerate(zip(grads_dev, grads_cpu)):
+        same(d, c, f"native_layer_norm {shape} {normalized} {affine}: gradient {i}")
+    assert cpp_calls() >= before + 2  # the forward and the backward
+
+
 def test_batch_norm_outside_the_cpp_case_keeps_the_dispatchers_kernel():
     """channels_last input and float64: the Python Meta kernel answers (no C++ call), and the
     results are still CPU's."""
@@ -197,6 +230,19 @@ def test_batch_norm_outside_the_cpp_case_keeps_the_dispatchers_kernel():
         want = torch.ops.aten.native_batch_norm(x, bn.weight, bn.bias, bn.running_mean, bn.running_var, True, 0.1, 1e-5)
         for i, (d, c) in enumerate(zip(got, want)):
             same(d, c, f"native_batch_norm {x.dtype} {x.stride()} result {i}")
+
+
+def test_layer_norm_outside_the_cpp_case_keeps_the_dispatchers_kernel():
+    """A transposed input and bfloat16: the dispatcher's Meta kernel answers, results are CPU's."""
+    g = torch.Generator().manual_seed(6)
+    for x in (torch.randn(8, 5, generator=g).t(), torch.randn(5, 8, generator=g).to(torch.bfloat16)):
+        w = torch.randn(8, generator=g).to(x.dtype)
+        before = cpp_calls()
+        got = torch.ops.aten.native_layer_norm(x.to(DEV), [8], w.to(DEV), None, 1e-5)
+        assert cpp_calls() == before, f"{x.dtype}, strides {x.stride()}: the C++ function was asked"
+        want = torch.ops.aten.native_layer_norm(x, [8], w, None, 1e-5)
+        for i, (d, c) in enumerate(zip(got, want)):
+            same(d, c, f"native_layer_norm {x.dtype} {x.stride()} result {i}")
 
 
 def test_batch_norm_with_a_wrong_parameter_is_cpus_case():
