@@ -65,10 +65,10 @@
 
 #include <array>
 #include <atomic>
-#include <tuple>
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -129,6 +129,33 @@ bool ContiguousFloatBatchNorm(const std::vector<c10::IValue>& args, size_t tenso
   }
   return true;
 }
+// native_batch_norm(input, weight?, bias?, running_mean?, running_var?, training, momentum, eps)
+// Eval mode without running statistics keeps the dispatcher's kernel: nn.BatchNorm never calls it
+// so, and torch 2.14's own CPU and Meta kernels crash on it (nothing to emulate).
+bool AcceptsBatchNorm(const std::vector<c10::IValue>& args) {
+  if (!ContiguousFloatBatchNorm(args, 5) || args.size() < 6 || !args[5].isBool()) return false;
+  const auto defined = [&](size_t i) { return args[i].isTensor() && args[i].toTensor().defined(); };
+  return args[5].toBool() || (defined(3) && defined(4));
+}
+// native_batch_norm_backward(grad_out, input, weight?, running_mean?, running_var?, save_mean?,
+// save_invstd?, train, eps, output_mask)
+bool AcceptsBatchNormBackward(const std::vector<c10::IValue>& args) {
+  return ContiguousFloatBatchNorm(args, 7) && args[1].isTensor() &&
+         args[1].toTensor().sizes() == args[0].toTensor().sizes();
+}
+std::tuple<T, T, T> BatchNormMeta(CT input, OT, OT, OT, OT, bool, double, double) {
+  const int64_t channels = input.size(1);
+  return {at::empty(input.sizes(), input.options()), at::empty({channels}, input.options()),
+          at::empty({channels}, input.options())};
+}
+std::tuple<T, T, T> BatchNormBackwardMeta(CT, CT input, OT, OT, OT, OT, OT, bool, double,
+                                          std::array<bool, 3> output_mask) {
+  const int64_t channels = input.size(1);
+  return {output_mask[0] ? at::empty(input.sizes(), input.options()) : T(),
+          output_mask[1] ? at::empty({channels}, input.options()) : T(),
+          output_mask[2] ? at::empty({channels}, input.options()) : T()};
+}
+
 // Layer norm likewise (its Python Meta kernel's first call per geometry cost 0.35-1 ms: 3.5 ms of
 // the demo transformer's first step, 7.7 ms of the bench gpt's). CPU's layer_norm_cpu and
 // layer_norm_backward_cpu return contiguous results: the output and grad_input shaped like the
@@ -184,27 +211,6 @@ std::tuple<T, T, T> LayerNormBackwardMeta(CT, CT input, IA, CT, CT, OT weight, O
   return {output_mask[0] ? at::empty(input.sizes(), input.options()) : T(),
           output_mask[1] ? at::empty(weight->sizes(), weight->options()) : T(),
           output_mask[2] ? at::empty(bias->sizes(), bias->options()) : T()};
-}
-
-// native_batch_norm(input, weight?, bias?, running_mean?, running_var?, training, momentum, eps)
-bool AcceptsBatchNorm(const std::vector<c10::IValue>& args) { return ContiguousFloatBatchNorm(args, 5); }
-// native_batch_norm_backward(grad_out, input, weight?, running_mean?, running_var?, save_mean?,
-// save_invstd?, train, eps, output_mask)
-bool AcceptsBatchNormBackward(const std::vector<c10::IValue>& args) {
-  return ContiguousFloatBatchNorm(args, 7) && args[1].isTensor() &&
-         args[1].toTensor().sizes() == args[0].toTensor().sizes();
-}
-std::tuple<T, T, T> BatchNormMeta(CT input, OT, OT, OT, OT, bool, double, double) {
-  const int64_t channels = input.size(1);
-  return {at::empty(input.sizes(), input.options()), at::empty({channels}, input.options()),
-          at::empty({channels}, input.options())};
-}
-std::tuple<T, T, T> BatchNormBackwardMeta(CT, CT input, OT, OT, OT, OT, OT, bool, double,
-                                          std::array<bool, 3> output_mask) {
-  const int64_t channels = input.size(1);
-  return {output_mask[0] ? at::empty(input.sizes(), input.options()) : T(),
-          output_mask[1] ? at::empty({channels}, input.options()) : T(),
-          output_mask[2] ? at::empty({channels}, input.options()) : T()};
 }
 
 // relu has no structured Meta function; on floating-point tensors its result is clamp_min(x, 0)'s
