@@ -6,8 +6,9 @@
     PYTHONPATH=python python3 bench/ttfs.py --models mlp,cnn,gpt,demo --modes eager,compile_warm,adaptive_warm
 
 Each (model, mode) runs in a fresh process, so the time to first step (TTFS) is what a user
-sees: from the moment the process is started to the first loss on the host, interpreter start,
-`import torch`, model build, recording, compiling (compile mode) and execution included. Rows:
+sees: from the moment the process is started to the end of the first step (its loss on the host
+and all its work run), interpreter start, `import torch`, model build, recording, compiling
+(compile mode) and execution included. Rows:
 
     cpu        PyTorch CPU eager (no torch_trn)
     eager      NEURON_MODE=eager      (op by op)
@@ -33,7 +34,7 @@ A step ends when all its work has run: `loss.item()`, then on the device `torch_
 (compile and adaptive mode's `loss.item()` waits for the forward only, and the per-step counts
 need the rest run). A loop without per-step counts overlaps the optimizer step with the next
 forward's recording, so these step times are conservative for the neuron modes; bench/steady.py
-times the pipelined loop. TTFS ends with the first step so defined.
+times the pipelined loop.
 Steady step = median of steps 5..N (1-based). Every neuron run is profiled (the same for all
 modes). "hidden" is the share of compile time off the program's critical path (on a compile
 thread, which nothing waits for, while the program ran); "overlap" the share during which the
