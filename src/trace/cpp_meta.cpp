@@ -88,20 +88,29 @@ using Accepts = bool (*)(const std::vector<c10::IValue>& args);
 
 struct Entry {
   c10::KernelFunction kernel;
-  bool floating_only = false;  // the first argument must be a floating-point tensor
-  Accepts accepts = nullptr;   // else: the arguments it handles (others keep the dispatcher's kernel)
+  Accepts accepts = nullptr;  // when set, the arguments it handles (others keep the dispatcher's kernel)
 };
 
 using Table = absl::flat_hash_map<std::string, Entry>;
 
 template <class Sig>
-void Add(Table* t, const char* name, Sig* fn, bool floating_only = false) {
-  t->emplace(name, Entry{c10::KernelFunction::makeFromUnboxedRuntimeFunction(fn), floating_only});
+void Add(Table* t, const char* name, Sig* fn, Accepts accepts = nullptr) {
+  t->emplace(name, Entry{c10::KernelFunction::makeFromUnboxedRuntimeFunction(fn), accepts});
 }
 
-template <class Sig>
-void AddWhen(Table* t, const char* name, Sig* fn, Accepts accepts) {
-  t->emplace(name, Entry{c10::KernelFunction::makeFromUnboxedRuntimeFunction(fn), false, accepts});
+bool FirstIsFloating(const std::vector<c10::IValue>& args) {
+  return !args.empty() && args[0].isTensor() && at::isFloatingType(args[0].toTensor().scalar_type());
+}
+bool Defined(const std::vector<c10::IValue>& args, size_t i) {
+  return i < args.size() && args[i].isTensor() && args[i].toTensor().defined();
+}
+// A float32 contiguous device tensor; None or an undefined tensor when `optional`.
+bool ContiguousFloat(const c10::IValue& v, bool optional) {
+  if (v.isNone()) return optional;
+  if (!v.isTensor()) return false;
+  const at::Tensor& t = v.toTensor();
+  if (!t.defined()) return optional;
+  return t.scalar_type() == at::kFloat && t.is_contiguous() && !t.device().is_cpu();
 }
 
 // Batch norm has no structured Meta function, and its Python Meta kernel costs ~2 ms on its first
@@ -112,16 +121,13 @@ void AddWhen(Table* t, const char* name, Sig* fn, Accepts accepts) {
 // else (channels_last, mixed or half dtypes, a parameter that is not [C], or [0] for eval mode's
 // saved statistics) keeps the dispatcher's kernel, with its checks and errors.
 bool ContiguousFloatBatchNorm(const std::vector<c10::IValue>& args, size_t tensors) {
-  if (args.size() < tensors || !args[0].isTensor()) return false;
+  if (args.size() < tensors || !ContiguousFloat(args[0], false) || args[0].toTensor().dim() < 2) return false;
   const at::Tensor& first = args[0].toTensor();
-  if (!first.defined() || first.dim() < 2 || first.scalar_type() != at::kFloat) return false;
   const int64_t channels = first.size(1);
   for (size_t i = 0; i < tensors; ++i) {
-    if (args[i].isNone()) continue;
-    if (!args[i].isTensor()) return false;
+    if (!ContiguousFloat(args[i], true)) return false;
+    if (!Defined(args, i)) continue;
     const at::Tensor& t = args[i].toTensor();
-    if (!t.defined()) continue;
-    if (t.scalar_type() != at::kFloat || !t.is_contiguous() || t.device().is_cpu()) return false;
     const bool full = t.sizes() == first.sizes();
     const bool per_channel = t.dim() == 1 && t.size(0) == channels;
     const bool empty = t.dim() == 1 && t.size(0) == 0;  // eval mode's saved statistics
@@ -134,13 +140,12 @@ bool ContiguousFloatBatchNorm(const std::vector<c10::IValue>& args, size_t tenso
 // so, and torch 2.14's own CPU and Meta kernels crash on it (nothing to emulate).
 bool AcceptsBatchNorm(const std::vector<c10::IValue>& args) {
   if (!ContiguousFloatBatchNorm(args, 5) || args.size() < 6 || !args[5].isBool()) return false;
-  const auto defined = [&](size_t i) { return args[i].isTensor() && args[i].toTensor().defined(); };
-  return args[5].toBool() || (defined(3) && defined(4));
+  return args[5].toBool() || (Defined(args, 3) && Defined(args, 4));
 }
 // native_batch_norm_backward(grad_out, input, weight?, running_mean?, running_var?, save_mean?,
 // save_invstd?, train, eps, output_mask)
 bool AcceptsBatchNormBackward(const std::vector<c10::IValue>& args) {
-  return ContiguousFloatBatchNorm(args, 7) && args[1].isTensor() &&
+  return ContiguousFloatBatchNorm(args, 7) && Defined(args, 1) &&
          args[1].toTensor().sizes() == args[0].toTensor().sizes();
 }
 std::tuple<T, T, T> BatchNormMeta(CT input, OT, OT, OT, OT, bool, double, double) {
@@ -164,13 +169,6 @@ std::tuple<T, T, T> BatchNormBackwardMeta(CT, CT input, OT, OT, OT, OT, OT, bool
 // the input's trailing sizes, weight and bias (when defined) of normalized_shape, and
 // output_mask asking grad_weight / grad_bias only of a defined weight / bias; the half dtypes
 // keep the dispatcher's kernel (shape_rules.h corrects their statistics' dtype).
-bool ContiguousFloat(const c10::IValue& v, bool optional) {
-  if (v.isNone()) return optional;
-  if (!v.isTensor()) return false;
-  const at::Tensor& t = v.toTensor();
-  if (!t.defined()) return optional;
-  return t.scalar_type() == at::kFloat && t.is_contiguous() && !t.device().is_cpu();
-}
 bool LayerNormShapes(const at::Tensor& input, const c10::IValue& normalized, const c10::IValue& weight,
                      const c10::IValue& bias) {
   if (!normalized.isIntList()) return false;
@@ -196,8 +194,7 @@ bool AcceptsLayerNormBackward(const std::vector<c10::IValue>& args) {
   }
   if (args[0].toTensor().sizes() != args[1].toTensor().sizes()) return false;
   const c10::List<bool> mask = args[7].toBoolList();
-  const auto defined = [&](size_t i) { return args[i].isTensor() && args[i].toTensor().defined(); };
-  if (mask.size() != 3 || (mask[1] && !defined(5)) || (mask[2] && !defined(6))) return false;
+  if (mask.size() != 3 || (mask[1] && !Defined(args, 5)) || (mask[2] && !Defined(args, 6))) return false;
   return LayerNormShapes(args[1].toTensor(), args[2], args[5], args[6]);
 }
 std::tuple<T, T, T> LayerNormMeta(CT input, IA normalized_shape, OT, OT, double) {
@@ -275,8 +272,8 @@ Table Build() {
   TRN_UNARY(cos);
   TRN_UNARY(erf);
   TRN_UNARY(bitwise_not);
-  Add<T(CT)>(&t, "aten::relu", &ReluMeta, /*floating_only=*/true);
-  Add<T&(T&)>(&t, "aten::relu_", &ReluMetaInplace, /*floating_only=*/true);
+  Add<T(CT)>(&t, "aten::relu", &ReluMeta, &FirstIsFloating);
+  Add<T&(T&)>(&t, "aten::relu_", &ReluMetaInplace, &FirstIsFloating);
   Add<T(CT, c10::string_view)>(&t, "aten::gelu", &at::meta::gelu);
   Add<T&(CT, c10::string_view, T&)>(&t, "aten::gelu.out", &at::meta::gelu_outf);
   Add<T&(T&, c10::string_view)>(&t, "aten::gelu_", &at::meta::gelu_);
@@ -365,13 +362,12 @@ Table Build() {
                                                                  &at::meta::avg_pool2d_backward);
   Add<T&(CT, CT, IA, IA, IA, bool, bool, std::optional<int64_t>, T&)>(
       &t, "aten::avg_pool2d_backward.grad_input", &at::meta::avg_pool2d_backward_outf);
-  AddWhen<std::tuple<T, T, T>(CT, OT, OT, OT, OT, bool, double, double)>(&t, "aten::native_batch_norm",
-                                                                         &BatchNormMeta, &AcceptsBatchNorm);
-  AddWhen<std::tuple<T, T, T>(CT, CT, OT, OT, OT, OT, OT, bool, double, std::array<bool, 3>)>(
+  Add<std::tuple<T, T, T>(CT, OT, OT, OT, OT, bool, double, double)>(&t, "aten::native_batch_norm", &BatchNormMeta,
+                                                                     &AcceptsBatchNorm);
+  Add<std::tuple<T, T, T>(CT, CT, OT, OT, OT, OT, OT, bool, double, std::array<bool, 3>)>(
       &t, "aten::native_batch_norm_backward", &BatchNormBackwardMeta, &AcceptsBatchNormBackward);
-  AddWhen<std::tuple<T, T, T>(CT, IA, OT, OT, double)>(&t, "aten::native_layer_norm", &LayerNormMeta,
-                                                       &AcceptsLayerNorm);
-  AddWhen<std::tuple<T, T, T>(CT, CT, IA, CT, CT, OT, OT, std::array<bool, 3>)>(
+  Add<std::tuple<T, T, T>(CT, IA, OT, OT, double)>(&t, "aten::native_layer_norm", &LayerNormMeta, &AcceptsLayerNorm);
+  Add<std::tuple<T, T, T>(CT, CT, IA, CT, CT, OT, OT, std::array<bool, 3>)>(
       &t, "aten::native_layer_norm_backward", &LayerNormBackwardMeta, &AcceptsLayerNormBackward);
   return t;
 }
@@ -401,10 +397,6 @@ const c10::KernelFunction* CppMetaKernel(const c10::OperatorHandle& op, const st
   const Table& table = TheTable();
   auto it = table.find(c10::toString(op.operator_name()));
   if (it == table.end()) return nullptr;
-  if (it->second.floating_only &&
-      (args.empty() || !args[0].isTensor() || !at::isFloatingType(args[0].toTensor().scalar_type()))) {
-    return nullptr;
-  }
   if (it->second.accepts != nullptr && !it->second.accepts(args)) return nullptr;
   g_calls.fetch_add(1, std::memory_order_relaxed);
   return &it->second.kernel;
