@@ -163,7 +163,8 @@ def test_batch_norm_forward_and_backward_match_cpu_from_cpp(shape, affine):
     bn_dev.load_state_dict(bn_cpu.state_dict())
     before = cpp_calls()
     for training in (True, False):
-        bn_cpu.train(training), bn_dev.train(training)
+        bn_cpu.train(training)
+        bn_dev.train(training)
         xc = x.clone().requires_grad_()
         xd = x.to(DEV).requires_grad_()
         want, got = bn_cpu(xc), bn_dev(xd)
