@@ -44,7 +44,7 @@ LAYERS = ["python/bindings", "trace", "scheduler", "mlir_lowering", "runtime", "
 COMPILER = [
     "mlir_lowering/trn/*",
     "mlir_lowering/host_jit.*", "mlir_lowering/host_passes.*", "mlir_lowering/host_pipeline.*",
-    "mlir_lowering/llvm_optimize.*", "mlir_lowering/object_check.*",
+    "mlir_lowering/ir_module.*", "mlir_lowering/llvm_optimize.*", "mlir_lowering/object_check.*",
     "mlir_lowering/parallel_passes.*", "mlir_lowering/trn_compile.*",
 ]
 # The torch-facing front of mlir_lowering: what the compiler core must not include.

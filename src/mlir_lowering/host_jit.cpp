@@ -4,6 +4,7 @@
 #include <atomic>
 
 #include "mlir_lowering/host_pipeline.h"
+#include "mlir_lowering/ir_module.h"
 #include "mlir_lowering/llvm_optimize.h"
 #include "mlir_lowering/object_check.h"
 
@@ -181,6 +182,18 @@ absl::StatusOr<std::string> EmitObject(llvm::Module& module, llvm::TargetMachine
 absl::StatusOr<ObjectCode> CompileToObject(std::string_view mlir_text, std::string_view func_name,
                                            int opt_level, CompileTimings* timings, int codegen_level,
                                            bool verify_each_pass) {
+  const auto start = Clock::now();
+  absl::StatusOr<IrModule> module = IrModule::Parse(mlir_text, func_name);
+  if (!module.ok()) return module.status();
+  const double parse_ms = MsSince(start);
+  absl::StatusOr<ObjectCode> code =
+      CompileToObject(std::move(*module), func_name, opt_level, timings, codegen_level, verify_each_pass);
+  if (timings != nullptr) timings->parse_ms += parse_ms;
+  return code;
+}
+
+absl::StatusOr<ObjectCode> CompileToObject(IrModule ir, std::string_view func_name, int opt_level,
+                                           CompileTimings* timings, int codegen_level, bool verify_each_pass) {
   if (opt_level < 0 || opt_level > 3) {
     return absl::InvalidArgumentError(absl::StrCat("opt_level must be 0..3, got ", opt_level));
   }
@@ -192,23 +205,15 @@ absl::StatusOr<ObjectCode> CompileToObject(std::string_view mlir_text, std::stri
   const std::string name(func_name);
   auto start = Clock::now();
 
-  mlir::MLIRContext context(GroupDialectRegistry(), mlir::MLIRContext::Threading::DISABLED);
-  llvm::SourceMgr source_mgr;
-  source_mgr.AddNewSourceBuffer(
-      llvm::MemoryBuffer::getMemBufferCopy(llvm::StringRef(mlir_text.data(), mlir_text.size()),
-                                           absl::StrCat("@", name)),
-      llvm::SMLoc());
+  mlir::MLIRContext& context = ir.context();
+  mlir::ModuleOp module = ir.module();
   std::string diagnostics;
   llvm::raw_string_ostream diag_stream(diagnostics);
-  mlir::SourceMgrDiagnosticHandler diag_handler(source_mgr, &context, diag_stream);
-
-  mlir::OwningOpRef<mlir::ModuleOp> module =
-      mlir::parseSourceFile<mlir::ModuleOp>(source_mgr, mlir::ParserConfig(&context));
-  if (!module) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("parsing the MLIR module for @", name, ":\n", diag_stream.str()));
-  }
-  auto func = module->lookupSymbol<mlir::func::FuncOp>(name);
+  mlir::ScopedDiagnosticHandler diag_handler(&context, [&](mlir::Diagnostic& d) {
+    diag_stream << d.getLocation() << ": " << d.str() << "\n";
+    return mlir::success();
+  });
+  auto func = module.lookupSymbol<mlir::func::FuncOp>(name);
   if (!func || func.isExternal()) {
     return absl::NotFoundError(absl::StrCat("the module has no func.func @", name, " with a body"));
   }
@@ -221,11 +226,11 @@ absl::StatusOr<ObjectCode> CompileToObject(std::string_view mlir_text, std::stri
   // (src/mlir_lowering/README.md); by default the result is verified once instead.
   pm.enableVerifier(verify_each_pass);
   buildHostPipeline(pm);
-  if (mlir::failed(pm.run(*module))) {
+  if (mlir::failed(pm.run(module))) {
     return absl::InternalError(
         absl::StrCat("host pipeline failed for @", name, ":\n", diag_stream.str()));
   }
-  if (!verify_each_pass && mlir::failed(mlir::verify(*module))) {
+  if (!verify_each_pass && mlir::failed(mlir::verify(module))) {
     return absl::InternalError(absl::StrCat("the host pipeline made invalid IR for @", name,
                                             " (NEURON_VERIFY_PASSES=1 names the pass):\n",
                                             diag_stream.str()));
@@ -245,7 +250,7 @@ absl::StatusOr<ObjectCode> CompileToObject(std::string_view mlir_text, std::stri
   }
   llvm::LLVMContext llvm_context;
   std::unique_ptr<llvm::Module> llvm_module =
-      mlir::translateModuleToLLVMIR(*module, llvm_context, name);
+      mlir::translateModuleToLLVMIR(module, llvm_context, name);
   if (!llvm_module) {
     return absl::InternalError(
         absl::StrCat("translating @", name, " to LLVM IR:\n", diag_stream.str()));

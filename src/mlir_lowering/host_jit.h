@@ -2,10 +2,11 @@
 //
 // Compiling and loading are separate so a cache can store the object bytes (see ObjectCode) and
 // load them later, in this process or another one on the same host CPU. This header pulls in no
-// MLIR or LLVM header: artifacts cross the boundary as bytes plus this small API.
+// MLIR or LLVM header: modules cross the boundary as IrModule (ir_module.h), artifacts as bytes
+// plus this small API.
 //
 // Thread-safety:
-//  - CompileToObject may be called from any thread, concurrently: each call creates and owns its
+//  - CompileToObject may be called from any thread, concurrently: each call owns its module's
 //    MLIRContext (multithreading disabled), llvm::LLVMContext and TargetMachine, and shares no
 //    mutable state with other calls. LLVM's target registry is initialised once (std::call_once).
 //  - LoadObject may be called from any thread, concurrently; every object is linked into its own
@@ -21,6 +22,7 @@
 #include <string_view>
 
 #include "absl/status/statusor.h"
+#include "mlir_lowering/ir_module.h"
 
 namespace trn::mlir_lowering {
 
@@ -34,7 +36,7 @@ struct ObjectCode {
 
 // Wall-clock milliseconds spent in the phases of one CompileToObject call.
 struct CompileTimings {
-  double parse_ms = 0;     // context creation + parsing + verification
+  double parse_ms = 0;     // context creation + parsing (text), finding the function
   double pipeline_ms = 0;  // buildHostPipeline passes
   double translate_ms = 0; // TargetMachine creation + translation to LLVM IR
   double optimize_ms = 0;  // LLVM IR optimisation at opt_level
@@ -59,6 +61,11 @@ struct CompileTimings {
 absl::StatusOr<ObjectCode> CompileToObject(std::string_view mlir_text, std::string_view func_name,
                                            int opt_level, CompileTimings* timings = nullptr,
                                            int codegen_level = -1, bool verify_each_pass = false);
+// The same for a module built in memory (the group lowering's: ir_emitter.h), which the
+// pipeline consumes: nothing is printed or parsed.
+absl::StatusOr<ObjectCode> CompileToObject(IrModule module, std::string_view func_name, int opt_level,
+                                           CompileTimings* timings = nullptr, int codegen_level = -1,
+                                           bool verify_each_pass = false);
 
 // Object code linked into the process, in a JITDylib of its own that this object owns. Symbols the code
 // needs (malloc, free, memcpy, libm) are resolved from the current process.

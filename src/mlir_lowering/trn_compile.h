@@ -11,7 +11,8 @@
 // failed without refusing, a verifier, the emitter), which the caller must report as a failed
 // build, never turn into host code silently.
 //
-// Thread-safety: reentrant; each call owns its MLIR context (any thread, concurrently).
+// Thread-safety: reentrant; a call uses its module's context (the module's thread-safety:
+// ir_module.h).
 #pragma once
 
 #include <optional>
@@ -19,6 +20,7 @@
 #include <string_view>
 
 #include "absl/status/statusor.h"
+#include "mlir_lowering/ir_module.h"
 #include "mlir_lowering/trn/TrnRefusal.h"
 
 namespace trn::mlir_lowering {
@@ -36,6 +38,10 @@ struct TrnCompiled {
 };
 
 absl::StatusOr<TrnCompiled> CompileToTrnStream(std::string_view mlir_text, std::string_view func_name,
+                                               const std::string& target, const TrnCompileOptions& options = {});
+// The same for a module built in memory; the pipeline runs on a clone, so `module` is left as
+// it was (a refused group is then compiled for the host from it).
+absl::StatusOr<TrnCompiled> CompileToTrnStream(const IrModule& module, std::string_view func_name,
                                                const std::string& target, const TrnCompileOptions& options = {});
 
 }  // namespace trn::mlir_lowering
