@@ -26,6 +26,11 @@ bool IsDevice(const c10::IValue& v) { return v.isTensor() && runtime::IsDeviceTe
 
 absl::Status CutHere(absl::string_view why) { return absl::AbortedError(why); }
 
+GroupLowering::GroupLowering(const Target& target, bool emit)
+    : target_(target), ir_(emit ? std::make_unique<IrEmitter>() : nullptr) {}
+
+GroupLowering::~GroupLowering() = default;
+
 GroupLowering::Buffer& GroupLowering::BufferOf(const at::Tensor& t) {
   c10::StorageImpl* s = t.storage().unsafeGetStorageImpl();
   auto [it, inserted] = buffer_index_.try_emplace(s, static_cast<int>(buffers_.size()));
@@ -60,6 +65,7 @@ absl::Status GroupLowering::Add(const runtime::OpRecord& record) {
   }
   ops_.push_back(&record);
   NoteTensors(record);
+  if (ir_ != nullptr) ir_->SetOp(current_index(), record.op.schema().name());
   absl::Status status = lowering->fn(*this, record);
   if (!status.ok() && !IsCut(status) && status.code() != absl::StatusCode::kUnimplemented) {
     return absl::Status(status.code(), absl::StrCat(runtime::OpName(record.op), ": ", status.message()));
@@ -145,18 +151,17 @@ absl::StatusOr<View> GroupLowering::Read(const at::Tensor& t) {
   for (Input& in : b.inputs) {
     if (in.geo == geo) {
       in.readers.insert(current_index());
-      return View::Whole(in.ssa, geo.sizes, geo.dtype);
+      return View::Whole(in.value, geo.sizes, geo.dtype);
     }
   }
   if (static_cast<int64_t>(input_tensors_.size()) >= kMaxInputs) {
     return CutHere("the group has as many inputs as an entry point takes");
   }
-  std::string ssa = names_.Next("in");
-  b.inputs.push_back(Input{geo, ssa, {current_index()}});
+  const IrValue value = ir_ != nullptr ? ir_->AddInput(geo.sizes, geo.dtype, geo.strides) : IrValue();
+  b.inputs.push_back(Input{geo, static_cast<int64_t>(input_tensors_.size()), value, {current_index()}});
   input_tensors_.push_back(t);
   input_geos_.push_back(geo);
-  input_ssa_.push_back(ssa);
-  return View::Whole(ssa, geo.sizes, geo.dtype);
+  return View::Whole(value, geo.sizes, geo.dtype);
 }
 
 absl::StatusOr<Operand> GroupLowering::ReadOperand(const c10::IValue& v, int64_t arg_index) {
@@ -197,13 +202,7 @@ absl::StatusOr<Operand> GroupLowering::ReadOperand(const c10::IValue& v, int64_t
   const int64_t k = static_cast<int64_t>(params_.size());
   params_.push_back(scalar->toDouble());
   param_args_.emplace_back(current_index(), arg_index);
-  const std::string ssa = names_.Next("param");
-  if (emit_) {
-    const std::string index = names_.Next("pi");
-    absl::StrAppend(&params_body_, "    ", index, " = arith.constant ", k, " : index\n    ", ssa,
-                    " = tensor.extract %params[", index, "] : tensor<?xf64>\n");
-  }
-  return Operand::Param(ssa);
+  return Operand::Param(ir_ != nullptr ? ir_->Param(k) : IrValue());
 }
 
 absl::Status GroupLowering::Write(const at::Tensor& dst, const View& value_in) {
@@ -283,71 +282,41 @@ int64_t GroupLowering::TiedArgument(const Buffer& b, const Write_& w) const {
   if (b.inputs.size() != 1 || !(b.inputs.front().geo == w.geo)) {
     return -1;
   }
-  auto it = std::find(input_ssa_.begin(), input_ssa_.end(), b.inputs.front().ssa);
-  if (it == input_ssa_.end()) {
-    return -1;
-  }
   // After %ctx and, when the group has runtime scalars, %params.
-  return 1 + (params_.empty() ? 0 : 1) + (it - input_ssa_.begin());
-}
-
-std::string GroupLowering::Constant(const c10::Scalar& value, c10::ScalarType dtype) {
-  std::string ssa = names_.Next("c");
-  if (!emit_) {
-    return ssa;
-  }
-  Emit(absl::StrCat("    ", ssa, " = arith.constant ", StoredLiteral(value, dtype), " : ", *ElementType(dtype), "\n"));
-  return ssa;
+  return 1 + (params_.empty() ? 0 : 1) + b.inputs.front().index;
 }
 
 View GroupLowering::Pointwise(const std::vector<Operand>& ins, const std::vector<int64_t>& shape,
                               c10::ScalarType out_dtype, const BodyFn& body) {
-  if (!emit_) {
-    return View::Whole(names_.Next("p"), shape, out_dtype);
+  if (ir_ == nullptr) {
+    return View::Whole(IrValue(), shape, out_dtype);
   }
   const int64_t rank = static_cast<int64_t>(shape.size());
-  const std::string out_type = TensorType(shape, out_dtype);
-  const std::string empty = names_.Next("e");
-  std::string region;
-  ScalarBuilder b(&names_, &region);
-  std::vector<std::string> in_ssa, in_types, maps, block_args;
-  std::vector<Scalar> elems;
+  std::vector<GenericOperand> operands;
   for (const Operand& in : ins) {
     if (in.view.has_value()) {
-      const View& v = *in.view;
-      in_ssa.push_back(v.base);
-      in_types.push_back(TensorType(v.base_shape, v.dtype));
-      maps.push_back(MapOf(v, shape));
-      std::string arg = names_.Next("x");
-      block_args.push_back(absl::StrCat(arg, ": ", *ElementType(v.dtype)));
-      elems.push_back(b.Load(arg, v.dtype));
-    } else {
-      elems.push_back(Scalar{"", in.dtype});  // filled below, inside the region
+      operands.push_back(GenericOperand{in.view->base, in.view->dtype, IndexExprs(*in.view, shape)});
     }
   }
-  const std::string out_arg = names_.Next("o");
-  block_args.push_back(absl::StrCat(out_arg, ": ", *ElementType(out_dtype)));
-  for (size_t i = 0; i < ins.size(); ++i) {
-    if (ins[i].view.has_value()) {
-      continue;
-    }
-    elems[i] = ins[i].param.empty() ? b.Constant(ins[i].constant, ins[i].dtype) : Scalar{ins[i].param, c10::kDouble};
-  }
-  const std::string r = b.Store(b.Cast(body(b, elems), out_dtype));
   // The output map is the identity, size-1 dims included: every loop dim must appear in some
-  // indexing map (MapOf drops size-1 dims, which broadcast).
-  maps.push_back(IdentityMap(rank));
-  const std::string result = names_.Next("p");
-  std::string text = absl::StrCat("    ", empty, " = tensor.empty() : ", out_type, "\n");
-  absl::StrAppend(&text, "    ", result, " = linalg.generic {indexing_maps = [", absl::StrJoin(maps, ", "),
-                  "], iterator_types = ", IteratorTypes(rank, {}), "}");
-  if (!in_ssa.empty()) {
-    absl::StrAppend(&text, " ins(", absl::StrJoin(in_ssa, ", "), " : ", absl::StrJoin(in_types, ", "), ")");
-  }
-  absl::StrAppend(&text, " outs(", empty, " : ", out_type, ") {\n    ^bb0(", absl::StrJoin(block_args, ", "), "):\n",
-                  region, "    linalg.yield ", r, " : ", *ElementType(out_dtype), "\n    } -> ", out_type, "\n");
-  Emit(text);
-  return View::Whole(result, shape, out_dtype);
+  // indexing map (IndexExprs drops size-1 dims, which broadcast).
+  const GenericOperand out{ir_->Empty(shape, out_dtype), out_dtype, IdentityExprs(rank)};
+  const std::vector<IrValue> result =
+      ir_->Generic(rank, {}, operands, {out}, [&](ScalarBuilder& b, const std::vector<IrValue>& args) {
+        std::vector<Scalar> elems;
+        size_t next = 0;
+        for (const Operand& in : ins) {
+          if (in.view.has_value()) {
+            elems.push_back(b.Load(args[next++], in.dtype));
+          } else if (in.is_param) {
+            elems.push_back(Scalar{in.param, c10::kDouble});
+          } else {
+            elems.push_back(b.Constant(in.constant, in.dtype));
+          }
+        }
+        return std::vector<IrValue>{b.Store(b.Cast(body(b, elems), out_dtype))};
+      });
+  return View::Whole(result[0], shape, out_dtype);
 }
 
 View GroupLowering::Reduce(const View& in, const std::vector<int64_t>& dims, bool keepdim, c10::ScalarType acc,
@@ -375,69 +344,44 @@ std::vector<View> GroupLowering::ReduceMulti(const View& in, const std::vector<i
       return ReduceMulti(View::Whole(Materialize(in), in.sizes, in.dtype), dims, keepdim, accs, combine);
     }
   }
-  if (!emit_) {
-    const std::string result = names_.Next("r");
+  if (ir_ == nullptr) {
     std::vector<View> results;
-    for (size_t i = 0; i < accs.size(); ++i) {
-      const std::string ssa = accs.size() == 1 ? result : absl::StrCat(result, "#", i);
-      results.push_back(ReducedView(ssa, in, dims, loops, keepdim, accs[i].first));
+    for (const auto& acc : accs) {
+      results.push_back(ReducedView(IrValue(), in, dims, loops, keepdim, acc.first));
     }
     return results;
   }
-  const std::vector<int64_t>& out_shape = loops.out_shape;
-  std::vector<std::string> out_exprs;
-  for (int64_t k : loops.kept) {
-    out_exprs.push_back(absl::StrCat("d", k));
+  std::vector<AffineTerm> out_map;
+  for (size_t j = 0; j < loops.kept.size(); ++j) {
+    out_map.push_back(AffineTerm{0, {{static_cast<int>(loops.kept[j]), 1}}});
   }
-  const std::string out_map =
-      absl::StrCat("affine_map<", LoopDims(rank), " -> (", absl::StrJoin(out_exprs, ", "), ")>");
-  std::string text;
-  std::vector<std::string> filled, out_types, elem_types, maps = {MapOf(in, in.sizes)};
+  std::vector<GenericOperand> outs;
   for (const auto& [acc, init] : accs) {
-    const std::string init_ssa = Constant(init, acc);
-    const std::string empty = names_.Next("e"), f = names_.Next("f");
-    out_types.push_back(TensorType(out_shape, acc));
-    elem_types.emplace_back(*ElementType(acc));
-    absl::StrAppend(&text, "    ", empty, " = tensor.empty() : ", out_types.back(), "\n    ", f, " = linalg.fill ins(",
-                    init_ssa, " : ", elem_types.back(), ") outs(", empty, " : ", out_types.back(), ") -> ",
-                    out_types.back(), "\n");
-    filled.push_back(f);
-    maps.push_back(out_map);
+    outs.push_back(GenericOperand{ir_->Filled(loops.out_shape, acc, init), acc, out_map});
   }
-  std::string region;
-  ScalarBuilder b(&names_, &region);
-  const std::string x = names_.Next("x");
-  std::vector<std::string> block_args = {absl::StrCat(x, ": ", *ElementType(in.dtype))};
-  std::vector<Scalar> acc_args;
-  const Scalar x_value = b.Load(x, in.dtype);
-  for (size_t i = 0; i < accs.size(); ++i) {
-    const std::string a = names_.Next("a");
-    block_args.push_back(absl::StrCat(a, ": ", elem_types[i]));
-    acc_args.push_back(b.Load(a, accs[i].first));
-  }
-  std::vector<Scalar> next = combine(b, acc_args, x_value);
-  std::vector<std::string> yields;
-  for (size_t i = 0; i < accs.size(); ++i) {
-    yields.push_back(b.Store(b.Cast(next[i], accs[i].first)));
-  }
-  const std::string result = names_.Next("r");
-  const std::string arity = accs.size() == 1 ? "" : absl::StrCat(":", accs.size());
-  absl::StrAppend(&text, "    ", result, arity, " = linalg.generic {indexing_maps = [",
-                  absl::StrJoin(maps, ", "), "], iterator_types = ", IteratorTypes(rank, loops.reduced), "} ins(", in.base,
-                  " : ", TensorType(in.base_shape, in.dtype), ") outs(", absl::StrJoin(filled, ", "), " : ",
-                  absl::StrJoin(out_types, ", "), ") {\n    ^bb0(", absl::StrJoin(block_args, ", "), "):\n", region,
-                  "    linalg.yield ", absl::StrJoin(yields, ", "), " : ", absl::StrJoin(elem_types, ", "),
-                  "\n    } -> (", absl::StrJoin(out_types, ", "), ")\n");
-  Emit(text);
+  const GenericOperand input{in.base, in.dtype, IndexExprs(in, in.sizes)};
+  const std::vector<IrValue> out =
+      ir_->Generic(rank, loops.reduced, {input}, outs, [&](ScalarBuilder& b, const std::vector<IrValue>& args) {
+        const Scalar x = b.Load(args[0], in.dtype);
+        std::vector<Scalar> acc_args;
+        for (size_t i = 0; i < accs.size(); ++i) {
+          acc_args.push_back(b.Load(args[i + 1], accs[i].first));
+        }
+        std::vector<Scalar> next = combine(b, acc_args, x);
+        std::vector<IrValue> yields;
+        for (size_t i = 0; i < accs.size(); ++i) {
+          yields.push_back(b.Store(b.Cast(next[i], accs[i].first)));
+        }
+        return yields;
+      });
   std::vector<View> results;
   for (size_t i = 0; i < accs.size(); ++i) {
-    const std::string ssa = accs.size() == 1 ? result : absl::StrCat(result, "#", i);
-    results.push_back(ReducedView(ssa, in, dims, loops, keepdim, accs[i].first));
+    results.push_back(ReducedView(out[i], in, dims, loops, keepdim, accs[i].first));
   }
   return results;
 }
 
-std::string GroupLowering::Materialize(const View& v) {
+IrValue GroupLowering::Materialize(const View& v) {
   if (v.IsWhole()) {
     return v.base;
   }
@@ -510,98 +454,66 @@ absl::Status GroupLowering::Extern(const std::function<View(int64_t arg, const V
   }
   if (dests.empty()) return absl::UnimplementedError("a runtime call with no result");
   const int64_t k = externs_++;
-  const std::string result = names_.Next("ext");
-  if (emit_) {
-    EmitExtern(reads, dests, k, result);
-  }
+  const std::vector<IrValue> results =
+      ir_ != nullptr ? EmitExtern(reads, dests, k) : std::vector<IrValue>(dests.size());
   for (size_t i = 0; i < dests.size(); ++i) {
-    absl::Status s = Write(dests[i], View::Whole(absl::StrCat(result, "#", i), dests[i].sizes().vec(),
-                                                 dests[i].scalar_type()));
+    absl::Status s = Write(dests[i], View::Whole(results[i], dests[i].sizes().vec(), dests[i].scalar_type()));
     if (!s.ok()) return s;
   }
   return absl::OkStatus();
 }
 
-void GroupLowering::EmitExtern(const std::vector<View>& reads, const std::vector<at::Tensor>& dests, int64_t k,
-                               const std::string& result) {
-  std::vector<std::string> ssa, types, elem_types, maps;
+std::vector<IrValue> GroupLowering::EmitExtern(const std::vector<View>& reads, const std::vector<at::Tensor>& dests,
+                                               int64_t k) {
+  ExternAttrs attrs;
+  // %ctx and the op's index (i64 scalars), the reads, then the results: every operand indexed
+  // by no loop (the placeholder's body is a stand-in; trn-extern-calls makes it a call).
+  std::vector<GenericOperand> ins = {GenericOperand{ir_->ctx(), c10::kLong, {}},
+                                     GenericOperand{ir_->Constant(current_index(), c10::kLong), c10::kLong, {}}};
+  auto zeros = [](size_t rank) { return std::vector<AffineTerm>(rank, AffineTerm{0, {}}); };
   // A transposed read (a linear layer's weight gradient, grad_out^T @ x) is passed as its base
   // with the order of its dimensions: the call sees a strided view (trn-extern-calls), and the
   // kernel (MKL) reads it transposed for free, where a copy would cost a strided loop.
-  std::vector<std::string> perms;
   bool permuted = false;
   for (const View& v : reads) {
     std::vector<int64_t> perm;
     if (!v.IsWhole() && v.IsPermutation(&perm)) {
-      ssa.push_back(v.base);
-      types.push_back(TensorType(v.base_shape, v.dtype));
-      perms.push_back(absl::StrCat("array<i64: ", absl::StrJoin(perm, ", "), ">"));
+      ins.push_back(GenericOperand{v.base, v.dtype, zeros(v.base_shape.size())});
       permuted = true;
     } else {
-      ssa.push_back(Materialize(v));
-      types.push_back(TensorType(v.sizes, v.dtype));
-      perms.push_back("array<i64>");
+      ins.push_back(GenericOperand{Materialize(v), v.dtype, zeros(v.sizes.size())});
+      perm.clear();
     }
-    elem_types.emplace_back(*ElementType(v.dtype));
-    std::vector<std::string> zeros(v.sizes.size(), "0");
-    maps.push_back(absl::StrCat("affine_map<() -> (", absl::StrJoin(zeros, ", "), ")>"));
+    attrs.perms.push_back(std::move(perm));
   }
-  std::vector<std::string> out_empty, out_types;
+  std::vector<GenericOperand> outs;
   for (const at::Tensor& d : dests) {
-    std::string e = names_.Next("e");
-    out_types.push_back(TensorType(d.sizes().vec(), d.scalar_type()));
-    Emit(absl::StrCat("    ", e, " = tensor.empty() : ", out_types.back(), "\n"));
-    out_empty.push_back(e);
-    std::vector<std::string> zeros(d.dim(), "0");
-    maps.push_back(absl::StrCat("affine_map<() -> (", absl::StrJoin(zeros, ", "), ")>"));
+    outs.push_back(GenericOperand{ir_->Empty(d.sizes().vec(), d.scalar_type()), d.scalar_type(),
+                                  zeros(static_cast<size_t>(d.dim()))});
+    attrs.perms.emplace_back();
   }
-  const std::string idx = Constant(static_cast<int64_t>(current_index()), c10::kLong);
-  const std::string call = absl::StrCat(kExternPrefix, reads.size() + dests.size(), "_", k);
-  std::vector<std::string> args = {"%ctx", idx};
-  args.insert(args.end(), ssa.begin(), ssa.end());
-  std::vector<std::string> arg_types = {"i64", "i64"};
-  arg_types.insert(arg_types.end(), types.begin(), types.end());
-  std::vector<std::string> all_maps = {"affine_map<() -> ()>", "affine_map<() -> ()>"};
-  all_maps.insert(all_maps.end(), maps.begin(), maps.end());
-  std::vector<std::string> block_args;
-  block_args.push_back(absl::StrCat(names_.Next("x"), ": i64"));
-  block_args.push_back(absl::StrCat(names_.Next("x"), ": i64"));
-  for (const std::string& et : elem_types) {
-    block_args.push_back(absl::StrCat(names_.Next("x"), ": ", et));
-  }
-  std::vector<std::string> yields, yield_types;
-  for (const at::Tensor& d : dests) {
-    std::string o = names_.Next("o");
-    std::string et(*ElementType(d.scalar_type()));
-    block_args.push_back(absl::StrCat(o, ": ", et));
-    yields.push_back(o);
-    yield_types.push_back(et);
-  }
-  for (size_t i = 0; i < dests.size(); ++i) perms.push_back("array<i64>");
-  std::string attrs =
-      permuted ? absl::StrCat(", ", kExternPermsAttr, " = [", absl::StrJoin(perms, ", "), "]") : "";
+  if (!permuted) attrs.perms.clear();
+  attrs.call = absl::StrCat(kExternPrefix, reads.size() + dests.size(), "_", k);
   std::vector<int64_t> rows;  // for scatter_add only (trn/LowerGather.cpp)
   if (current().op.schema().name().rfind("aten::scatter_add", 0) == 0) {
     for (size_t i = 0; i < reads.size(); ++i) {
       if (reads[i].rank() >= 2 && reads[i].VariesAlongFirstOnly()) rows.push_back(static_cast<int64_t>(i));
     }
   }
-  if (!rows.empty()) absl::StrAppend(&attrs, ", ", kExternRowsAttr, " = array<i64: ", absl::StrJoin(rows, ", "), ">");
+  attrs.rows = std::move(rows);
   // What the call computes, for the trn pipeline's own lowerings: int and bool arguments, and
   // int / bool list arguments (an absent optional list as an empty one), in schema order.
-  std::vector<int64_t> ints;
-  std::vector<std::string> lists;
   const std::vector<c10::Argument>& formals = current().op.schema().arguments();
   for (size_t j = 0; j < current().args.size() && j < formals.size(); ++j) {
     const c10::IValue& a = current().args[j];
     c10::TypePtr type = formals[j].type();
     if (auto opt = type->cast<c10::OptionalType>()) type = opt->getElementType();
     if (a.isInt() || a.isBool()) {
-      ints.push_back(a.isInt() ? a.toInt() : static_cast<int64_t>(a.toBool()));
+      attrs.ints.push_back(a.isInt() ? a.toInt() : static_cast<int64_t>(a.toBool()));
     } else if (a.isOptionalTensorList()) {  // an index list: 1 per index tensor, 0 per None
       std::vector<int64_t> l;
       for (const std::optional<at::Tensor> t : a.toOptionalTensorList()) l.push_back(t.has_value() && t->defined());
-      lists.push_back(absl::StrCat("array<i64", l.empty() ? "" : ": ", absl::StrJoin(l, ", "), ">"));
+      attrs.lists.push_back(std::move(l));
     } else if (type->kind() == c10::TypeKind::ListType && !a.isTensorList() && (a.isNone() || a.isList())) {
       std::vector<int64_t> l;
       if (!a.isNone()) {
@@ -613,25 +525,23 @@ void GroupLowering::EmitExtern(const std::vector<View>& reads, const std::vector
           }
         }
       }
-      lists.push_back(absl::StrCat("array<i64", l.empty() ? "" : ": ", absl::StrJoin(l, ", "), ">"));
+      attrs.lists.push_back(std::move(l));
     }
   }
-  absl::StrAppend(&attrs, ", ", kExternOpAttr, " = \"", current().op.schema().name(), "\", ", kExternIntsAttr,
-                  " = array<i64", ints.empty() ? "" : ": ", absl::StrJoin(ints, ", "), ">, ", kExternListsAttr, " = [",
-                  absl::StrJoin(lists, ", "), "]");
-  Emit(absl::StrCat("    ", result, ":", dests.size(), " = linalg.generic {indexing_maps = [",
-                    absl::StrJoin(all_maps, ", "), "], iterator_types = [], library_call = \"", call, "\"", attrs,
-                    "} ins(",
-                    absl::StrJoin(args, ", "), " : ", absl::StrJoin(arg_types, ", "), ") outs(",
-                    absl::StrJoin(out_empty, ", "), " : ", absl::StrJoin(out_types, ", "), ") {\n    ^bb0(",
-                    absl::StrJoin(block_args, ", "), "):\n    linalg.yield ", absl::StrJoin(yields, ", "), " : ",
-                    absl::StrJoin(yield_types, ", "), "\n    } -> (", absl::StrJoin(out_types, ", "), ")\n"));
+  attrs.op = current().op.schema().name();
+  const std::ptrdiff_t n = static_cast<std::ptrdiff_t>(dests.size());
+  return ir_->Generic(0, {}, ins, outs,
+                      [n](ScalarBuilder&, const std::vector<IrValue>& args) {
+                        // A stand-in body: yields the results' own block arguments.
+                        return std::vector<IrValue>(args.end() - n, args.end());
+                      },
+                      &attrs);
 }
 
 absl::StatusOr<LoweredGroup> GroupLowering::Finish(const LiveAfter* live_after, const std::vector<bool>* live) {
   LoweredGroup g;
-  std::vector<std::string> results, result_types;
-  absl::flat_hash_set<std::string> returned;
+  std::vector<GroupResult> results;
+  absl::flat_hash_set<void*> returned;
   // A storage is live when something reads it after this group: a user's tensor, autograd, or a
   // later op (LiveAfter).
   std::vector<bool> live_buffers(buffers_.size());
@@ -661,27 +571,24 @@ absl::StatusOr<LoweredGroup> GroupLowering::Finish(const LiveAfter* live_after, 
       const bool staged = NeedsStaging(b, w);
       g.outputs.push_back(GroupOutput{w.tensor, staged});
       g.bytes_written += Numel(w.geo.sizes) * static_cast<int64_t>(c10::elementSize(w.geo.dtype));
-      if (!emit_) {
+      if (ir_ == nullptr) {
         continue;
       }
-      std::string ssa = Materialize(w.value);
-      if (!returned.insert(ssa).second || ssa.rfind("%in", 0) == 0) {
+      IrValue value = Materialize(w.value);
+      if (!returned.insert(value.opaque()).second || ir_->IsArgument(value)) {
         // The same value returned twice (or an input returned): give this result its own
         // tensor, so destination passing has one producer per out argument.
-        ssa = Pointwise({Operand::Of(View::Whole(ssa, w.geo.sizes, w.geo.dtype))}, w.geo.sizes, w.geo.dtype,
-                        [](ScalarBuilder&, const std::vector<Scalar>& a) { return a[0]; })
-                  .base;
-        returned.insert(ssa);
+        value = Pointwise({Operand::Of(View::Whole(value, w.geo.sizes, w.geo.dtype))}, w.geo.sizes, w.geo.dtype,
+                          [](ScalarBuilder&, const std::vector<Scalar>& a) { return a[0]; })
+                    .base;
+        returned.insert(value.opaque());
       }
-      results.push_back(ssa);
-      result_types.push_back(absl::StrCat(TensorType(w.geo.sizes, w.geo.dtype), " ",
-                                          StridesAttr(staged ? ContiguousStrides(w.geo.sizes) : w.geo.strides,
-                                                      staged ? -1 : TiedArgument(b, w))));
+      results.push_back(GroupResult{value, staged ? ContiguousStrides(w.geo.sizes) : w.geo.strides,
+                                    staged ? -1 : TiedArgument(b, w)});
     }
   }
-  for (const auto& [ssa, check] : checks_) {
-    results.push_back(ssa);
-    result_types.push_back(absl::StrCat(TensorType({}, c10::kLong), " ", StridesAttr({})));
+  for (const auto& [count, check] : checks_) {
+    results.push_back(GroupResult{count, {}, -1});
     g.checks.push_back(check);
   }
   if (!params_.empty()) {
@@ -692,30 +599,12 @@ absl::StatusOr<LoweredGroup> GroupLowering::Finish(const LiveAfter* live_after, 
   g.inputs = input_tensors_;
   g.externs = externs_;
   g.value_args = ValueArgs(-1);
-  if (!emit_) {
+  if (ir_ == nullptr) {
     return g;
   }
-  std::vector<std::string> params = {"%ctx: i64"};
-  if (!params_.empty()) {
-    params.push_back("%params: tensor<?xf64>");
-  }
-  for (size_t i = 0; i < input_tensors_.size(); ++i) {
-    // Input SSA names are the function's parameter names.
-    const TensorGeometry& geo = input_geos_[i];
-    params.push_back(absl::StrCat(input_ssa_[i], ": ", TensorType(geo.sizes, geo.dtype), " ", StridesAttr(geo.strides)));
-  }
-  std::vector<std::string> plain_types;
-  for (const std::string& t : result_types) {
-    plain_types.push_back(t.substr(0, t.find(' ')));
-  }
-  g.mlir = absl::StrCat("func.func @", g.func, "(", absl::StrJoin(params, ", "), ") -> (",
-                        absl::StrJoin(result_types, ", "), ") {\n", params_body_, body_);
-  if (results.empty()) {
-    absl::StrAppend(&g.mlir, "    return\n}\n");
-  } else {
-    absl::StrAppend(&g.mlir, "    return ", absl::StrJoin(results, ", "), " : ", absl::StrJoin(plain_types, ", "),
-                    "\n}\n");
-  }
+  absl::StatusOr<IrModule> module = ir_->Finish(results);
+  if (!module.ok()) return module.status();
+  g.module = std::make_shared<IrModule>(std::move(*module));
   return g;
 }
 

@@ -5,7 +5,7 @@
 // every tensor an op touches is a view (sizes, strides, offset, dtype) of a storage.
 //  - A read of a view nobody in the group wrote is an external input: a function argument of
 //    exactly that geometry (`trn.strides`), read in place by the compiled code.
-//  - A write records the view's new value (an SSA tensor plus an affine index map: views such
+//  - A write records the view's new value (a tensor value plus an affine index map: views such
 //    as transpose, slice, expand or unsqueeze cost nothing, they only change the map).
 //  - A later read of the same storage reuses that value when the read view is expressible as
 //    an affine map of the written view (derived from strides, exact); otherwise the group is
@@ -15,6 +15,12 @@
 //    temporary, which the compiled code never stores to device memory. An output that
 //    overlaps an input of the group is *staged*: written to a scratch buffer and copied into
 //    place after the call, because the compiled code may read the input after writing.
+//
+// IR. An emitting lowering builds the module with MLIR's builder API through its IrEmitter
+// (ir_emitter.h): Pointwise, Reduce, Extern and the ops that need more (ir()) create typed ops,
+// each located at the op being lowered, and Finish verifies the module. The op files see values
+// as IrValue handles and include no MLIR header. A planning lowering (emit false) builds nothing
+// and hands out null values; its decisions are the same.
 //
 // Op lowerings (one file per family under ops/, registered in lowering_registry.h) use the
 // "API for op lowerings" below. Status codes they return: kAborted (IsCut) = cut the group
@@ -29,6 +35,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include "absl/strings/string_view.h"
@@ -38,7 +45,10 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "mlir_lowering/mlir_text.h"
+#include "mlir_lowering/ir_builder.h"
+#include "mlir_lowering/ir_emitter.h"
+#include "mlir_lowering/ir_module.h"
+#include "mlir_lowering/ir_value.h"
 #include "mlir_lowering/target.h"
 #include "base/op_error.h"
 #include "runtime/op_record.h"
@@ -67,21 +77,16 @@ struct TensorGeometry {
   bool Overlaps(const TensorGeometry& o) const;
 };
 
-// base index j = constant + sum(coeff * view index d) over `coeffs` (view dim, coefficient).
-struct AffineTerm {
-  int64_t constant = 0;
-  std::vector<std::pair<int, int64_t>> coeffs;
-};
-
 // A logical tensor of `sizes` whose element at index d is base[map(d)].
+// Its base index j is map[j] (an AffineTerm: ir_emitter.h) of the view's index.
 struct View {
-  std::string base;                 // SSA value of type tensor<base_shape x dtype>
+  IrValue base;                     // a tensor<base_shape x dtype> (null when planning)
   std::vector<int64_t> base_shape;
   c10::ScalarType dtype = c10::kFloat;
   std::vector<int64_t> sizes;
   std::vector<AffineTerm> map;      // one term per base dimension
 
-  static View Whole(std::string ssa, std::vector<int64_t> shape, c10::ScalarType dtype);
+  static View Whole(IrValue value, std::vector<int64_t> shape, c10::ScalarType dtype);
   bool IsWhole() const;  // map is the identity and sizes == base_shape
   // Whether the view is its whole base with the dimensions reordered (a transpose, permute):
   // then `perm[d]` is the base dimension that view dimension d walks, as in Tensor::permute.
@@ -91,13 +96,14 @@ struct View {
   int64_t rank() const { return static_cast<int64_t>(sizes.size()); }
 };
 
-// An input of a pointwise op: a tensor view, a constant, or a runtime scalar (an f64 SSA value
+// An input of a pointwise op: a tensor view, a constant, or a runtime scalar (an f64 value
 // loaded from the group's parameter buffer: see GroupLowering::ReadOperand).
 struct Operand {
   std::optional<View> view;
   c10::Scalar constant;
   c10::ScalarType dtype = c10::kFloat;
-  std::string param;  // SSA of a runtime scalar (dtype kDouble), or empty
+  bool is_param = false;  // a runtime scalar (dtype kDouble): `param` (null when planning)
+  IrValue param;
 
   static Operand Of(View v) {
     Operand o;
@@ -105,10 +111,11 @@ struct Operand {
     o.view = std::move(v);
     return o;
   }
-  static Operand Param(std::string ssa) {
+  static Operand Param(IrValue value) {
     Operand o;
     o.dtype = c10::kDouble;
-    o.param = std::move(ssa);
+    o.is_param = true;
+    o.param = value;
     return o;
   }
   static Operand Const(c10::Scalar s, c10::ScalarType t) {
@@ -145,7 +152,7 @@ struct GroupCheck {
 };
 
 struct LoweredGroup {
-  std::string mlir;  // empty when planned only (GroupLowering::Options::emit false)
+  std::shared_ptr<IrModule> module;  // null when planned only (GroupLowering emit false)
   std::string func = "group";
   // Runtime scalars (f64, 1-D, on the host), the first argument after %ctx when defined.
   at::Tensor params;
@@ -184,7 +191,8 @@ class GroupLowering {
   // refusals, buffers, views, inputs, outputs, temporaries, staging, runtime scalars, checks)
   // and writes no IR: the flush plans, and the IR is emitted only when a group is built
   // (replaying its records into an emitting lowering, on the compile thread).
-  explicit GroupLowering(const Target& target, bool emit = true) : target_(target), emit_(emit) {}
+  explicit GroupLowering(const Target& target, bool emit = true);
+  ~GroupLowering();
   GroupLowering(const GroupLowering&) = delete;
   GroupLowering& operator=(const GroupLowering&) = delete;
 
@@ -247,8 +255,8 @@ class GroupLowering {
   std::vector<View> ReduceMulti(const View& in, const std::vector<int64_t>& dims, bool keepdim,
                                 const std::vector<std::pair<c10::ScalarType, c10::Scalar>>& accs,
                                 const MultiCombineFn& combine);
-  // A tensor SSA value holding exactly `v` (a copy only when v is not whole).
-  std::string Materialize(const View& v);
+  // A tensor value holding exactly `v` (a copy only when v is not whole).
+  IrValue Materialize(const View& v);
   // Makes the run fail (IndexError "<message>", or another `kind`, blamed on the current op)
   // when any element of `bad` (a bool view) is true. Compiled code cannot raise; the runtime
   // checks the count after the call, so the error surfaces like the eager kernel's.
@@ -261,13 +269,11 @@ class GroupLowering {
   // passed (e.g. broadcast to the other indices' shape, or a contiguous copy).
   absl::Status Extern(const std::function<View(int64_t arg, const View&)>& pass = nullptr);
 
-  NameGen& names() { return names_; }
-  // Whether this lowering writes IR. Lowerings that build text themselves (Emit) skip building
-  // it when not: decisions must never depend on it.
-  bool emitting() const { return emit_; }
-  void Emit(const std::string& line) {
-    if (emit_) body_ += line;
-  }
+  // Whether this lowering builds IR. Lowerings that build ops themselves (ir()) skip them when
+  // not: decisions must never depend on it.
+  bool emitting() const { return ir_ != nullptr; }
+  // The module's builder (ir_emitter.h); only while emitting().
+  IrEmitter& ir() { return *ir_; }
 
  private:
   struct Write_ {
@@ -283,7 +289,8 @@ class GroupLowering {
   };
   struct Input {
     TensorGeometry geo;
-    std::string ssa;
+    int64_t index = 0;  // among the group's inputs (argument order)
+    IrValue value;
     absl::flat_hash_set<int64_t> readers;  // the ops that read it
   };
   struct Buffer {
@@ -303,30 +310,24 @@ class GroupLowering {
   // else -1. Emitted as `trn.tied_input` so the compiled loops know the two are one buffer.
   int64_t TiedArgument(const Buffer& b, const Write_& w) const;
   void NoteTensors(const runtime::OpRecord& record);
-  std::string Constant(const c10::Scalar& value, c10::ScalarType dtype);
   // (op, argument) read through Arg and not runtime scalars, of op `only_op` (-1: every op).
   std::vector<std::pair<int64_t, int64_t>> ValueArgs(int64_t only_op) const;
   // The IR of the runtime call Extern planned: `reads` (inputs), `dests` (results), call `k`.
-  void EmitExtern(const std::vector<View>& reads, const std::vector<at::Tensor>& dests, int64_t k,
-                  const std::string& result);
+  std::vector<IrValue> EmitExtern(const std::vector<View>& reads, const std::vector<at::Tensor>& dests, int64_t k);
 
   const Target& target_;
-  const bool emit_;
+  std::unique_ptr<IrEmitter> ir_;  // null when planning
   std::vector<const runtime::OpRecord*> ops_;
-  NameGen names_;
-  std::string body_;
   absl::flat_hash_map<const c10::StorageImpl*, int> buffer_index_;
   std::vector<Buffer> buffers_;  // by first appearance: deterministic order
   std::vector<at::Tensor> input_tensors_;
   std::vector<TensorGeometry> input_geos_;
-  std::vector<std::string> input_ssa_;
   std::vector<double> params_;
   std::vector<std::pair<int64_t, int64_t>> param_args_;
-  std::string params_body_;  // extracts of the runtime scalars (function entry)
   int64_t externs_ = 0;
   int64_t writes_ = 0;
   mutable std::vector<std::pair<int64_t, int64_t>> touched_;  // (op, argument) read through Arg
-  std::vector<std::pair<std::string, GroupCheck>> checks_;  // (count SSA, check)
+  std::vector<std::pair<IrValue, GroupCheck>> checks_;  // (count, check)
 };
 
 }  // namespace trn::mlir_lowering

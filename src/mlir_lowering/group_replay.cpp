@@ -81,14 +81,14 @@ std::shared_ptr<const GroupReplay> GroupReplay::Detach(const std::vector<runtime
   return replay;
 }
 
-absl::StatusOr<std::string> GroupReplay::Emit(bool* emitted) const {
+absl::StatusOr<IrModule> GroupReplay::Emit(bool* first) const {
   absl::MutexLock lock(&mu_);
-  if (emitted != nullptr) *emitted = !text_.has_value();
-  if (!text_.has_value()) text_ = EmitLocked();
-  return *text_;
+  if (first != nullptr) *first = !emitted_;
+  emitted_ = true;
+  return EmitLocked();
 }
 
-absl::StatusOr<std::string> GroupReplay::EmitLocked() const {
+absl::StatusOr<IrModule> GroupReplay::EmitLocked() const {
   GroupLowering lowering(target_, /*emit=*/true);
   for (const runtime::OpRecord& r : ops_) {
     absl::Status s = lowering.Add(r);
@@ -106,7 +106,7 @@ absl::StatusOr<std::string> GroupReplay::EmitLocked() const {
         "replaying the planned group: the emitted IR disagrees with the plan (inputs, outputs, staging, runtime "
         "scalars or checks)");
   }
-  return std::move(group->mlir);
+  return std::move(*group->module);
 }
 
 }  // namespace trn::mlir_lowering

@@ -16,7 +16,7 @@
 // silent difference.
 //
 // Thread-safety: Detach runs on the flushing thread; afterwards Emit may be called from any
-// thread (the first call emits, under a mutex; later ones return the kept text).
+// thread (under a mutex); each call returns a module of its own (its own context).
 #pragma once
 
 #include <cstdint>
@@ -54,22 +54,23 @@ class GroupReplay {
   static std::shared_ptr<const GroupReplay> Detach(const std::vector<runtime::OpRecord>& ops, std::vector<bool> live,
                                                    PlanShape shape, const Target& target);
 
-  // Replays the records into an emitting lowering: the module text of `@group`. The text is
-  // kept: a tier-up build of the same request does not emit again. `*emitted`: whether this call
-  // emitted (false when the text was kept from an earlier call).
-  absl::StatusOr<std::string> Emit(bool* emitted = nullptr) const;
+  // Replays the records into an emitting lowering: the module of `@group`, built with MLIR's
+  // builder API, for the pipeline to consume. A tier-up build of the same request emits again
+  // (a module is consumed by its build; emitting takes a small fraction of the build). `*first`:
+  // whether this is the group's first emission (what `lowerings_emitted` counts).
+  absl::StatusOr<IrModule> Emit(bool* first = nullptr) const;
 
   int64_t size() const { return static_cast<int64_t>(ops_.size()); }
 
  private:
   explicit GroupReplay(const Target& target) : target_(target) {}
-  absl::StatusOr<std::string> EmitLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::StatusOr<IrModule> EmitLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   const Target& target_;
   std::vector<runtime::OpRecord> ops_;
   std::vector<bool> live_;
   PlanShape shape_;
   mutable absl::Mutex mu_;
-  mutable std::optional<absl::StatusOr<std::string>> text_ ABSL_GUARDED_BY(mu_);
+  mutable bool emitted_ ABSL_GUARDED_BY(mu_) = false;
 };
 
 }  // namespace trn::mlir_lowering

@@ -7,8 +7,6 @@
 #include <functional>
 #include <numeric>
 
-#include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
 
 namespace trn::mlir_lowering {
 
@@ -21,60 +19,39 @@ int64_t Numel(const std::vector<int64_t>& sizes) {
   return std::accumulate(sizes.begin(), sizes.end(), int64_t{1}, std::multiplies<>());
 }
 
-std::string StridesAttr(const std::vector<int64_t>& strides, int64_t tied_argument) {
-  std::string tied = tied_argument < 0 ? "" : absl::StrCat(", trn.tied_input = ", tied_argument, " : i64");
-  if (strides.empty()) {
-    return absl::StrCat("{trn.strides = array<i64>", tied, "}");
-  }
-  return absl::StrCat("{trn.strides = array<i64: ", absl::StrJoin(strides, ", "), ">", tied, "}");
-}
-
-std::string LoopDims(int64_t rank) {
-  std::vector<std::string> d;
-  for (int64_t i = 0; i < rank; ++i) {
-    d.push_back(absl::StrCat("d", i));
-  }
-  return absl::StrCat("(", absl::StrJoin(d, ", "), ")");
-}
-
 namespace {
 
-// The affine expression of one base dimension of `v` inside the loop nest `loops`, with v's
-// dims aligned to the innermost loops (broadcasting): a size-1 view dim under a longer loop
-// indexes 0. (Under a size-1 loop it keeps its loop dim, so every loop dim stays bound.)
-std::string Expr(const AffineTerm& t, const View& v, const std::vector<int64_t>& loops) {
-  std::vector<std::string> parts;
-  const int64_t loop_rank = static_cast<int64_t>(loops.size());
-  const int64_t shift = loop_rank - v.rank();
+// The expression of one base dimension of `v` inside the loop nest `loops`, with v's dims
+// aligned to the innermost loops (broadcasting): a size-1 view dim under a longer loop indexes 0.
+// (Under a size-1 loop it keeps its loop dim, so every loop dim stays bound.)
+AffineTerm Expr(const AffineTerm& t, const View& v, const std::vector<int64_t>& loops) {
+  const int64_t shift = static_cast<int64_t>(loops.size()) - v.rank();
+  AffineTerm e{t.constant, {}};
   for (const auto& [k, c] : t.coeffs) {
     if ((v.sizes[k] == 1 && loops[k + shift] != 1) || c == 0) {
       continue;
     }
-    parts.push_back(c == 1 ? absl::StrCat("d", k + shift) : absl::StrCat("d", k + shift, " * ", c));
+    e.coeffs.emplace_back(static_cast<int>(k + shift), c);
   }
-  if (t.constant != 0 || parts.empty()) {
-    parts.push_back(absl::StrCat(t.constant));
-  }
-  return absl::StrJoin(parts, " + ");
+  return e;
 }
 
 }  // namespace
 
-std::string MapOf(const View& v, const std::vector<int64_t>& loops) {
-  std::vector<std::string> exprs;
+std::vector<AffineTerm> IndexExprs(const View& v, const std::vector<int64_t>& loops) {
+  std::vector<AffineTerm> exprs;
   for (const AffineTerm& t : v.map) {
     exprs.push_back(Expr(t, v, loops));
   }
-  return absl::StrCat("affine_map<", LoopDims(static_cast<int64_t>(loops.size())), " -> (",
-                      absl::StrJoin(exprs, ", "), ")>");
+  return exprs;
 }
 
-std::string IdentityMap(int64_t rank) {
-  std::vector<std::string> d;
+std::vector<AffineTerm> IdentityExprs(int64_t rank) {
+  std::vector<AffineTerm> exprs;
   for (int64_t i = 0; i < rank; ++i) {
-    d.push_back(absl::StrCat("d", i));
+    exprs.push_back(AffineTerm{0, {{static_cast<int>(i), 1}}});
   }
-  return absl::StrCat("affine_map<", LoopDims(rank), " -> (", absl::StrJoin(d, ", "), ")>");
+  return exprs;
 }
 
 ReductionLoops LoopsOf(const View& in, const std::vector<int64_t>& dims) {
@@ -89,10 +66,10 @@ ReductionLoops LoopsOf(const View& in, const std::vector<int64_t>& dims) {
   return l;
 }
 
-// The view of a reduction's output tensor `ssa` as the reduction's result (keepdim or not).
-View ReducedView(std::string ssa, const View& in, const std::vector<int64_t>& dims, const ReductionLoops& l,
+// The view of a reduction's output tensor `value` as the reduction's result (keepdim or not).
+View ReducedView(IrValue value, const View& in, const std::vector<int64_t>& dims, const ReductionLoops& l,
                  bool keepdim, c10::ScalarType dtype) {
-  View v = View::Whole(std::move(ssa), l.out_shape, dtype);
+  View v = View::Whole(value, l.out_shape, dtype);
   auto in_dims = [&](int64_t i) { return std::find(dims.begin(), dims.end(), i) != dims.end(); };
   v.sizes.clear();
   for (int64_t i = 0; i < in.rank(); ++i) {
@@ -109,15 +86,6 @@ View ReducedView(std::string ssa, const View& in, const std::vector<int64_t>& di
     v.map.push_back(keepdim || !in_dims(k) ? AffineTerm{0, {{pos, 1}}} : AffineTerm{0, {}});
   }
   return v;
-}
-
-std::string IteratorTypes(int64_t rank, const std::vector<int64_t>& reduced) {
-  std::vector<std::string> it;
-  for (int64_t i = 0; i < rank; ++i) {
-    bool r = std::find(reduced.begin(), reduced.end(), i) != reduced.end();
-    it.push_back(r ? "\"reduction\"" : "\"parallel\"");
-  }
-  return absl::StrCat("[", absl::StrJoin(it, ", "), "]");
 }
 
 // The view of `read` in terms of the value written to `written` (same storage), or nullopt when
@@ -244,9 +212,9 @@ bool TensorGeometry::Overlaps(const TensorGeometry& o) const {
   return Begin() * a < o.End() * b && o.Begin() * b < End() * a;
 }
 
-View View::Whole(std::string ssa, std::vector<int64_t> shape, c10::ScalarType dtype) {
+View View::Whole(IrValue value, std::vector<int64_t> shape, c10::ScalarType dtype) {
   View v;
-  v.base = std::move(ssa);
+  v.base = value;
   v.base_shape = shape;
   v.dtype = dtype;
   v.sizes = std::move(shape);

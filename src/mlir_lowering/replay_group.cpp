@@ -337,18 +337,18 @@ class Replayer {
       ops.push_back(std::move(copy));
     }
     std::shared_ptr<const GroupReplay> replay = GroupReplay::Detach(ops, lowered->live_buffers, PlanShape::Of(*lowered), target_);
-    absl::StatusOr<std::string> text = replay->Emit();
-    if (!text.ok()) {
-      std::printf("// INTERNAL ERROR emitting: %s\n", std::string(text.status().message()).c_str());
+    absl::StatusOr<IrModule> module = replay->Emit();
+    if (!module.ok()) {
+      std::printf("// INTERNAL ERROR emitting: %s\n", std::string(module.status().message()).c_str());
       return false;
     }
-    std::printf("%s\n", text->c_str());
-    if (target_.is_trn()) Trn(*text, lowered->func);
+    std::printf("%s\n", module->Print().c_str());
+    if (target_.is_trn()) Trn(*module, lowered->func);
     return true;
   }
 
-  void Trn(const std::string& text, const std::string& func) {
-    absl::StatusOr<TrnCompiled> trn = CompileToTrnStream(text, func, target_.name());
+  void Trn(const IrModule& module, const std::string& func) {
+    absl::StatusOr<TrnCompiled> trn = CompileToTrnStream(module, func, target_.name());
     if (!trn.ok()) {
       std::printf("// trn: INTERNAL ERROR %s\n", std::string(trn.status().ToString()).c_str());
     } else if (trn->refusal.has_value()) {

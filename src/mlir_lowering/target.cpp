@@ -5,7 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "base/knobs.h"
 #include "mlir_lowering/lowering_registry.h"
-#include "mlir_lowering/mlir_text.h"
+#include "mlir_lowering/ir_builder.h"
 #include "runtime/host_view.h"
 #include "runtime/schema_util.h"
 

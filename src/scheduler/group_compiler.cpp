@@ -316,14 +316,14 @@ void GroupCompiler::AppendHistory(std::deque<T>* history, T value) {
   }
 }
 
-absl::StatusOr<std::string> GroupCompiler::EmitIr(const CompileRequest& request) {
+absl::StatusOr<mlir_lowering::IrModule> GroupCompiler::EmitIr(const CompileRequest& request) {
   if (request.replay == nullptr) {
     return absl::InternalError("a compile request without the group's records");
   }
-  bool emitted = false;
-  absl::StatusOr<std::string> text = request.replay->Emit(&emitted);
-  if (emitted) stats_->CountLoweringEmitted();
-  return text;
+  bool first = false;
+  absl::StatusOr<mlir_lowering::IrModule> module = request.replay->Emit(&first);
+  if (first) stats_->CountLoweringEmitted();
+  return module;
 }
 
 absl::StatusOr<GroupCompiler::Built> GroupCompiler::Compile(const CompileRequest& request, const Levels& levels,
@@ -337,12 +337,12 @@ absl::StatusOr<GroupCompiler::Built> GroupCompiler::Compile(const CompileRequest
   const double profile_begin = base::profiler::NowUs();
   const auto start = std::chrono::steady_clock::now();
   auto compile = [&]() -> absl::StatusOr<Built> {
-    absl::StatusOr<std::string> mlir = EmitIr(request);
+    absl::StatusOr<mlir_lowering::IrModule> mlir = EmitIr(request);
     if (!mlir.ok()) {
       return mlir.status();
     }
     if (!options_.dump_mlir_dir.empty() && tier == 0) {
-      std::ofstream(absl::StrCat(options_.dump_mlir_dir, "/", request.key_hex, ".mlir")) << *mlir;
+      std::ofstream(absl::StrCat(options_.dump_mlir_dir, "/", request.key_hex, ".mlir")) << mlir->Print();
     }
     if (options_.test_fault == "fail") {
       return absl::InternalError("injected compile failure (NEURON_TEST_COMPILE_FAULT=fail)");
@@ -388,7 +388,7 @@ absl::StatusOr<GroupCompiler::Built> GroupCompiler::Compile(const CompileRequest
       NoteTrnFallback(request, *trn->refusal);
     }
     absl::StatusOr<mlir_lowering::ObjectCode> object =
-        mlir_lowering::CompileToObject(*mlir, request.func, opt_level, nullptr, cg,
+        mlir_lowering::CompileToObject(std::move(*mlir), request.func, opt_level, nullptr, cg,
                                       options_.verify_passes);
     if (!object.ok()) {
       return object.status();

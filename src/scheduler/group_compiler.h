@@ -138,8 +138,8 @@ class GroupCompiler {
     runtime::cache::Artifact artifact;  // for the disk tier
     std::string artifact_bytes;         // encoded entry, for peers (empty without the distributed tier)
   };
-  // The group's module text (emitted from the request's replay; counted in stats).
-  absl::StatusOr<std::string> EmitIr(const CompileRequest& request);
+  // The group's module (emitted from the request's replay with the builder API; counted in stats).
+  absl::StatusOr<mlir_lowering::IrModule> EmitIr(const CompileRequest& request);
   // Compiles and loads; counts, logs failures once per reason, profiles.
   absl::StatusOr<Built> Compile(const CompileRequest& request, const runtime::cache::Levels& levels, int tier);
   absl::StatusOr<runtime::CodeSlot::Code> Link(const runtime::cache::Artifact& artifact, int tier);

@@ -3,7 +3,7 @@
 An autocast(bf16) training step of the MLP and of the gpt test model (forward, loss, backward,
 AdamW) on the device must match the same step under CPU autocast within bf16 tolerance, in each
 mode (autocast_step.py does the comparison in a fresh process per mode), with the outputs'
-dtypes equal to CPU autocast's. The bf16 ops compile (src/mlir_lowering/mlir_text.h: computed in
+dtypes equal to CPU autocast's. The bf16 ops compile (src/mlir_lowering/ir_builder.h: computed in
 f32, rounded when stored): no op is left unlowered, and in compile mode every op but the input
 copies runs compiled. fp16 goes through torch.amp.GradScaler("neuron"), also with a step whose
 gradients overflow; its two ops (_amp_foreach_non_finite_check_and_unscale_, _amp_update_scale_)

@@ -1,4 +1,4 @@
-"""float16 and bfloat16 ops compiled on the host (src/mlir_lowering/mlir_text.h: computed in f32,
+"""float16 and bfloat16 ops compiled on the host (src/mlir_lowering/ir_builder.h: computed in f32,
 rounded to nearest even when stored) vs PyTorch CPU.
 
 Each mode (compile, adaptive) runs in a fresh subprocess. Every case runs on CPU tensors and on

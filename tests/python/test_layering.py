@@ -84,10 +84,10 @@ def test_torch_reached_by_the_compiler_through_a_header_is_a_violation(tmp_path)
 
 def test_the_compiler_including_the_torch_front_is_a_violation(tmp_path):
     got = found(tmp_path, {
-        "src/mlir_lowering/trn_compile.cpp": '#include "mlir_lowering/mlir_text.h"\n',
-        "src/mlir_lowering/mlir_text.h": "",
+        "src/mlir_lowering/trn_compile.cpp": '#include "mlir_lowering/ir_emitter.h"\n',
+        "src/mlir_lowering/ir_emitter.h": "",
     })
-    assert set(got) == {("compiler", "mlir_lowering/trn_compile.cpp", "mlir_lowering/mlir_text.h")}
+    assert set(got) == {("compiler", "mlir_lowering/trn_compile.cpp", "mlir_lowering/ir_emitter.h")}
 
 
 def test_the_base_including_more_than_the_base_is_a_violation(tmp_path):

@@ -26,7 +26,7 @@ absl::Status GradOf(GroupLowering& g, absl::string_view second,
 
 Scalar Sigmoid(ScalarBuilder& b, const Scalar& x) {
   Scalar one = Const(b, 1, x.dtype);
-  return b.Div(one, b.Add(one, b.Math("math.exp", b.Neg(x))));
+  return b.Div(one, b.Add(one, b.Math(MathFn::kExp, b.Neg(x))));
 }
 
 absl::Status ThresholdBackward(GroupLowering& g, const runtime::OpRecord&) {
@@ -65,7 +65,7 @@ absl::Status GeluBackward(GroupLowering& g, const runtime::OpRecord&) {
       Scalar x_sq = b.Mul(x, x);
       Scalar x_cube = b.Mul(x_sq, x);
       Scalar inner = b.Mul(Const(b, kBeta, t), b.Add(x, b.Mul(Const(b, kKappa, t), x_cube)));
-      Scalar tanh_inner = b.Math("math.tanh", inner);
+      Scalar tanh_inner = b.Math(MathFn::kTanh, inner);
       Scalar left = b.Mul(Const(b, 0.5, t), x);
       Scalar right = b.Add(Const(b, 1, t), tanh_inner);
       Scalar left_derivative = b.Mul(Const(b, 0.5, t), right);
@@ -75,8 +75,8 @@ absl::Status GeluBackward(GroupLowering& g, const runtime::OpRecord&) {
       return b.Mul(dy, b.Add(left_derivative, right_derivative));
     }
     const double kBeta = M_2_SQRTPI * M_SQRT1_2 * 0.5;
-    Scalar cdf = b.Mul(Const(b, 0.5, t), b.Add(Const(b, 1, t), b.Math("math.erf", b.Mul(x, Const(b, M_SQRT1_2, t)))));
-    Scalar pdf = b.Mul(Const(b, kBeta, t), b.Math("math.exp", b.Mul(b.Mul(x, x), Const(b, -0.5, t))));
+    Scalar cdf = b.Mul(Const(b, 0.5, t), b.Add(Const(b, 1, t), b.Math(MathFn::kErf, b.Mul(x, Const(b, M_SQRT1_2, t)))));
+    Scalar pdf = b.Mul(Const(b, kBeta, t), b.Math(MathFn::kExp, b.Mul(b.Mul(x, x), Const(b, -0.5, t))));
     return b.Mul(dy, b.Add(cdf, b.Mul(x, pdf)));
   });
 }
@@ -93,7 +93,7 @@ absl::Status MishBackward(GroupLowering& g, const runtime::OpRecord&) {
   return GradOf(g, "self", [](ScalarBuilder& b, const Scalar& dy, const Scalar& x) {
     const c10::ScalarType t = x.dtype;
     Scalar s = Sigmoid(b, x);
-    Scalar ts = b.Math("math.tanh", b.Math("math.log1p", b.Math("math.exp", x)));
+    Scalar ts = b.Math(MathFn::kTanh, b.Math(MathFn::kLog1p, b.Math(MathFn::kExp, x)));
     Scalar d = b.Sub(Const(b, 1, t), b.Mul(ts, ts));
     return b.Mul(dy, b.Add(ts, b.Mul(b.Mul(x, s), d)));
   });
@@ -162,7 +162,7 @@ absl::Status EluBackward(GroupLowering& g, const runtime::OpRecord&) {
     Scalar negcoef = b.Mul(b.Constant(alpha, t), b.Constant(scale, t));
     Scalar poscoef = b.Constant(scale, t), negiptcoef = b.Constant(input_scale, t);
     Scalar neg = is_result ? b.Mul(b.Mul(dy, negiptcoef), b.Add(v, negcoef))
-                           : b.Mul(b.Mul(b.Mul(dy, negiptcoef), negcoef), b.Math("math.exp", b.Mul(v, negiptcoef)));
+                           : b.Mul(b.Mul(b.Mul(dy, negiptcoef), negcoef), b.Math(MathFn::kExp, b.Mul(v, negiptcoef)));
     return b.Select(b.Cmp(Cmp::kLe, v, Const(b, 0, t)), neg, b.Mul(dy, poscoef));
   });
 }
@@ -173,7 +173,7 @@ absl::Status SoftplusBackward(GroupLowering& g, const runtime::OpRecord&) {
   return GradOf(g, "self", [&](ScalarBuilder& b, const Scalar& dy, const Scalar& x) {
     const c10::ScalarType t = x.dtype;
     Scalar bx = b.Mul(x, b.Constant(beta, t));
-    Scalar z = b.Math("math.exp", bx);
+    Scalar z = b.Math(MathFn::kExp, bx);
     Scalar soft = b.Div(b.Mul(dy, z), b.Add(z, Const(b, 1, t)));
     return b.Select(b.Cmp(Cmp::kGt, bx, b.Constant(threshold, t)), dy, soft);
   });
@@ -247,7 +247,7 @@ absl::Status SoftmaxBackward(GroupLowering& g, bool log) {
   View gi = Map(g, {dy, y, s}, shape, t, [log, t](ScalarBuilder& b, const Args& a) {
     Scalar sum = b.Cast(a[2], t);
     if (log) {
-      return b.Sub(a[0], b.Mul(b.Math("math.exp", a[1]), sum));
+      return b.Sub(a[0], b.Mul(b.Math(MathFn::kExp, a[1]), sum));
     }
     return b.Mul(b.Sub(a[0], sum), a[1]);
   });

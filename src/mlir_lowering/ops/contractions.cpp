@@ -46,21 +46,10 @@ absl::Status Matmul(GroupLowering& g, const runtime::OpRecord& r) {
     a = widen(a);
     b = widen(b);
   }
-  const std::string sa = g.Materialize(a), sb = g.Materialize(b);
   std::vector<int64_t> shape = batched ? std::vector<int64_t>{lhs.size(0), lhs.size(1), rhs.size(2)}
                                        : std::vector<int64_t>{lhs.size(0), rhs.size(1)};
-  const std::string type = TensorType(shape, mm_dtype);
-  NameGen& n = g.names();
-  const std::string empty = n.Next("e"), zero = n.Next("c"), filled = n.Next("f"), prod = n.Next("mm");
-  if (g.emitting()) {
-    g.Emit(absl::StrCat("    ", empty, " = tensor.empty() : ", type, "\n"));
-    g.Emit(absl::StrCat("    ", zero, " = arith.constant 0.0 : ", *ElementType(mm_dtype), "\n"));
-    g.Emit(absl::StrCat("    ", filled, " = linalg.fill ins(", zero, " : ", *ElementType(mm_dtype), ") outs(", empty,
-                        " : ", type, ") -> ", type, "\n"));
-    g.Emit(absl::StrCat("    ", prod, " = linalg.", batched ? "batch_matmul" : "matmul", " ins(", sa, ", ", sb, " : ",
-                        TensorType(lhs.sizes().vec(), mm_dtype), ", ", TensorType(rhs.sizes().vec(), mm_dtype),
-                        ") outs(", filled, " : ", type, ") -> ", type, "\n"));
-  }
+  const IrValue sa = g.Materialize(a), sb = g.Materialize(b);
+  const IrValue prod = g.emitting() ? g.ir().MatMul(sa, sb, shape, batched) : IrValue();
   View product = View::Whole(prod, shape, mm_dtype);
   if (!add) {
     if (!half) return g.WriteResult(0, product);

@@ -110,10 +110,10 @@ absl::Status Div(GroupLowering& g, const runtime::OpRecord&) {
       [&](ScalarBuilder& b, const Args& a) {
         Scalar q = b.Div(a[0], a[1]);
         if (mode == "trunc") {
-          return b.Math("math.trunc", q);
+          return b.Math(MathFn::kTrunc, q);
         }
         if (mode == "floor") {
-          return b.Math("math.floor", q);
+          return b.Math(MathFn::kFloor, q);
         }
         return q;
       },
@@ -147,11 +147,11 @@ absl::Status Fmod(GroupLowering& g, const runtime::OpRecord&) {
 }
 
 absl::Status Atan2(GroupLowering& g, const runtime::OpRecord&) {
-  return FloatOnlyBinary(g, [](ScalarBuilder& b, const Args& a) { return b.Math("math.atan2", a[0], a[1]); });
+  return FloatOnlyBinary(g, [](ScalarBuilder& b, const Args& a) { return b.Math(MathFn2::kAtan2, a[0], a[1]); });
 }
 
 absl::Status Copysign(GroupLowering& g, const runtime::OpRecord&) {
-  return FloatOnlyBinary(g, [](ScalarBuilder& b, const Args& a) { return b.Math("math.copysign", a[0], a[1]); });
+  return FloatOnlyBinary(g, [](ScalarBuilder& b, const Args& a) { return b.Math(MathFn2::kCopySign, a[0], a[1]); });
 }
 
 absl::Status Pow(GroupLowering& g, const runtime::OpRecord&) {
@@ -177,12 +177,12 @@ absl::Status Pow(GroupLowering& g, const runtime::OpRecord&) {
       if (p == 1) return x;
       if (p == 2) return b.Mul(x, x);
       if (p == 3) return b.Mul(b.Mul(x, x), x);
-      if (p == 0.5) return b.Math("math.sqrt", x);
-      if (p == -0.5) return b.Div(C(b, 1, t), b.Math("math.sqrt", x));
+      if (p == 0.5) return b.Math(MathFn::kSqrt, x);
+      if (p == -0.5) return b.Div(C(b, 1, t), b.Math(MathFn::kSqrt, x));
       if (p == -1) return b.Div(C(b, 1, t), x);
       if (p == -2) return b.Div(C(b, 1, t), b.Mul(x, x));
     }
-    return b.Math("math.powf", x, b.Cast(a[1], t));
+    return b.Math(MathFn2::kPowF, x, b.Cast(a[1], t));
   });
   return g.WriteResult(0, v);
 }
@@ -195,10 +195,10 @@ absl::Status Minimum(GroupLowering& g, const runtime::OpRecord&) {
 }
 // fmax/fmin ignore NaN: exactly llvm.maxnum/minnum, which arith.maxf/minf lower to.
 absl::Status Fmax(GroupLowering& g, const runtime::OpRecord&) {
-  return FloatOnlyBinary(g, [](ScalarBuilder& b, const Args& a) { return b.Math("arith.maxf", a[0], a[1]); });
+  return FloatOnlyBinary(g, [](ScalarBuilder& b, const Args& a) { return b.Math(MathFn2::kMaxNum, a[0], a[1]); });
 }
 absl::Status Fmin(GroupLowering& g, const runtime::OpRecord&) {
-  return FloatOnlyBinary(g, [](ScalarBuilder& b, const Args& a) { return b.Math("arith.minf", a[0], a[1]); });
+  return FloatOnlyBinary(g, [](ScalarBuilder& b, const Args& a) { return b.Math(MathFn2::kMinNum, a[0], a[1]); });
 }
 
 absl::Status Lerp(GroupLowering& g, const runtime::OpRecord&) {
@@ -349,14 +349,14 @@ absl::Status Relu(GroupLowering& g, const runtime::OpRecord&) {
 
 Scalar Sigmoid(ScalarBuilder& b, const Scalar& x) {
   Scalar one = C(b, 1, x.dtype);
-  return b.Div(one, b.Add(one, b.Math("math.exp", b.Neg(x))));
+  return b.Div(one, b.Add(one, b.Math(MathFn::kExp, b.Neg(x))));
 }
 
 absl::Status SigmoidOp(GroupLowering& g, const runtime::OpRecord&) { return FloatUnary(g, Sigmoid); }
 absl::Status Silu(GroupLowering& g, const runtime::OpRecord&) {
   return FloatUnary(g, [](ScalarBuilder& b, const Scalar& x) {
     Scalar one = C(b, 1, x.dtype);
-    return b.Div(x, b.Add(one, b.Math("math.exp", b.Neg(x))));
+    return b.Div(x, b.Add(one, b.Math(MathFn::kExp, b.Neg(x))));
   });
 }
 
@@ -372,10 +372,10 @@ absl::Status Gelu(GroupLowering& g, const runtime::OpRecord&) {
     if (tanh) {
       // 0.5 * x * (1 + tanh(sqrt(2/pi) * (x + 0.044715 * x^3)))
       Scalar inner = b.Mul(C(b, M_SQRT2 * M_2_SQRTPI * 0.5, t), b.Add(x, b.Mul(C(b, 0.044715, t), b.Mul(b.Mul(x, x), x))));
-      return b.Mul(b.Mul(C(b, 0.5, t), x), b.Add(C(b, 1, t), b.Math("math.tanh", inner)));
+      return b.Mul(b.Mul(C(b, 0.5, t), x), b.Add(C(b, 1, t), b.Math(MathFn::kTanh, inner)));
     }
     // x * 0.5 * (1 + erf(x / sqrt(2)))
-    Scalar e = b.Math("math.erf", b.Mul(x, C(b, M_SQRT1_2, t)));
+    Scalar e = b.Math(MathFn::kErf, b.Mul(x, C(b, M_SQRT1_2, t)));
     return b.Mul(b.Mul(x, C(b, 0.5, t)), b.Add(C(b, 1, t), e));
   });
 }
@@ -398,7 +398,7 @@ absl::Status Elu(GroupLowering& g, const runtime::OpRecord&) {
   return FloatUnary(g, [=](ScalarBuilder& b, const Scalar& x) {
     const c10::ScalarType t = x.dtype;
     Scalar pos = b.Cmp(Cmp::kGt, x, C(b, 0, t));
-    Scalar neg = b.Mul(b.Mul(b.Math("math.expm1", b.Mul(x, b.Constant(input_scale, t))), b.Constant(alpha, t)),
+    Scalar neg = b.Mul(b.Mul(b.Math(MathFn::kExpm1, b.Mul(x, b.Constant(input_scale, t))), b.Constant(alpha, t)),
                        b.Constant(scale, t));
     return b.Select(pos, b.Mul(x, b.Constant(scale, t)), neg);
   });
@@ -426,14 +426,14 @@ absl::Status Softplus(GroupLowering& g, const runtime::OpRecord&) {
   return FloatUnary(g, [=](ScalarBuilder& b, const Scalar& x) {
     const c10::ScalarType t = x.dtype;
     Scalar bx = b.Mul(x, b.Constant(beta, t));
-    Scalar soft = b.Div(b.Math("math.log1p", b.Math("math.exp", bx)), b.Constant(beta, t));
+    Scalar soft = b.Div(b.Math(MathFn::kLog1p, b.Math(MathFn::kExp, bx)), b.Constant(beta, t));
     return b.Select(b.Cmp(Cmp::kGt, bx, b.Constant(threshold, t)), x, soft);
   });
 }
 
 absl::Status Mish(GroupLowering& g, const runtime::OpRecord&) {
   return FloatUnary(g, [](ScalarBuilder& b, const Scalar& x) {
-    return b.Mul(x, b.Math("math.tanh", b.Math("math.log1p", b.Math("math.exp", x))));
+    return b.Mul(x, b.Math(MathFn::kTanh, b.Math(MathFn::kLog1p, b.Math(MathFn::kExp, x))));
   });
 }
 
@@ -448,31 +448,31 @@ absl::Status Threshold(GroupLowering& g, const runtime::OpRecord&) {
 
 // ---- unary math -----------------------------------------------------------------------------
 
-template <const char* kOp>
+template <MathFn kOp>
 absl::Status MathUnary(GroupLowering& g, const runtime::OpRecord&) {
   return FloatUnary(g, [](ScalarBuilder& b, const Scalar& x) { return b.Math(kOp, x); });
 }
-constexpr char kExp[] = "math.exp", kExp2[] = "math.exp2", kExpm1[] = "math.expm1", kLog[] = "math.log",
-               kLog2[] = "math.log2", kLog10[] = "math.log10", kLog1p[] = "math.log1p", kSqrt[] = "math.sqrt",
-               kSin[] = "math.sin", kCos[] = "math.cos", kTan[] = "math.tan", kTanh[] = "math.tanh",
-               kAtan[] = "math.atan", kErf[] = "math.erf";
+constexpr MathFn kExp = MathFn::kExp, kExp2 = MathFn::kExp2, kExpm1 = MathFn::kExpm1, kLog = MathFn::kLog,
+                 kLog2 = MathFn::kLog2, kLog10 = MathFn::kLog10, kLog1p = MathFn::kLog1p, kSqrt = MathFn::kSqrt,
+                 kSin = MathFn::kSin, kCos = MathFn::kCos, kTan = MathFn::kTan, kTanh = MathFn::kTanh,
+                 kAtan = MathFn::kAtan, kErf = MathFn::kErf;
 
 absl::Status Rsqrt(GroupLowering& g, const runtime::OpRecord&) {
-  return FloatUnary(g, [](ScalarBuilder& b, const Scalar& x) { return b.Div(C(b, 1, x.dtype), b.Math("math.sqrt", x)); });
+  return FloatUnary(g, [](ScalarBuilder& b, const Scalar& x) { return b.Div(C(b, 1, x.dtype), b.Math(MathFn::kSqrt, x)); });
 }
 absl::Status Reciprocal(GroupLowering& g, const runtime::OpRecord&) {
   return FloatUnary(g, [](ScalarBuilder& b, const Scalar& x) { return b.Div(C(b, 1, x.dtype), x); });
 }
 
 // Rounding ops are the identity on integers.
-absl::Status Rounding(GroupLowering& g, absl::string_view op) {
+absl::Status Rounding(GroupLowering& g, MathFn op) {
   return PointwiseResult(g, {"self"}, kAuto, [op](ScalarBuilder& b, const Args& a) {
     return IsFloat(a[0].dtype) ? b.Math(op, a[0]) : a[0];
   });
 }
-absl::Status Floor(GroupLowering& g, const runtime::OpRecord&) { return Rounding(g, "math.floor"); }
-absl::Status Ceil(GroupLowering& g, const runtime::OpRecord&) { return Rounding(g, "math.ceil"); }
-absl::Status Trunc(GroupLowering& g, const runtime::OpRecord&) { return Rounding(g, "math.trunc"); }
+absl::Status Floor(GroupLowering& g, const runtime::OpRecord&) { return Rounding(g, MathFn::kFloor); }
+absl::Status Ceil(GroupLowering& g, const runtime::OpRecord&) { return Rounding(g, MathFn::kCeil); }
+absl::Status Trunc(GroupLowering& g, const runtime::OpRecord&) { return Rounding(g, MathFn::kTrunc); }
 absl::Status Round(GroupLowering& g, const runtime::OpRecord&) {
   if (HasArg(g, "decimals")) {
     TRN_ASSIGN_OR_RETURN(c10::IValue d, g.Arg("decimals"));
@@ -480,10 +480,10 @@ absl::Status Round(GroupLowering& g, const runtime::OpRecord&) {
       return absl::UnimplementedError("round with decimals");
     }
   }
-  return Rounding(g, "math.roundeven");
+  return Rounding(g, MathFn::kRoundEven);
 }
 absl::Status Frac(GroupLowering& g, const runtime::OpRecord&) {
-  return FloatUnary(g, [](ScalarBuilder& b, const Scalar& x) { return b.Sub(x, b.Math("math.trunc", x)); });
+  return FloatUnary(g, [](ScalarBuilder& b, const Scalar& x) { return b.Sub(x, b.Math(MathFn::kTrunc, x)); });
 }
 
 absl::Status Neg(GroupLowering& g, const runtime::OpRecord&) {

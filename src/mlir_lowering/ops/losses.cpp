@@ -80,10 +80,10 @@ absl::Status CheckTargets(GroupLowering& g, const Nll& n) {
 }
 
 // Per target element: the loss -input[.., t, ..] * w[t] (want_weight: w[t]), masked.
-View NllElements(GroupLowering& g, const Nll& n, const std::string& xs, const std::string& ws, bool want_weight) {
+View NllElements(GroupLowering& g, const Nll& n, IrValue xs, IrValue ws, bool want_weight) {
   return g.Pointwise({Operand::Of(n.target)}, n.target.sizes, n.t, [&](ScalarBuilder& b, const Args& a) {
     TargetInfo ti = Classify(b, n, a[0]);
-    Scalar w = ws.empty() ? Const(b, 1, n.t) : ExtractElement(b, ws, n.weight->sizes, n.weight->dtype, {ti.index});
+    Scalar w = !n.weight.has_value() ? Const(b, 1, n.t) : b.Extract(ws, n.weight->dtype, {ti.index});
     if (want_weight) {
       return MaskTarget(b, ti, w);
     }
@@ -92,7 +92,7 @@ View NllElements(GroupLowering& g, const Nll& n, const std::string& xs, const st
       idx.push_back(b.LoopIndex(d));
     }
     idx.insert(idx.begin() + n.class_dim, ti.index);
-    Scalar x = ExtractElement(b, xs, n.self.sizes, n.self.dtype, idx);
+    Scalar x = b.Extract(xs, n.self.dtype, idx);
     return MaskTarget(b, ti, b.Mul(b.Neg(x), w));
   });
 }
@@ -138,8 +138,8 @@ absl::Status NllLossForward(GroupLowering& g, const runtime::OpRecord&) {
   }
   TRN_RETURN_IF_ERROR(CheckTargets(g, n));
   const bool trn = g.target().is_trn();
-  const std::string xs = trn ? "" : g.Materialize(n.self);
-  const std::string ws = !trn && n.weight.has_value() ? g.Materialize(*n.weight) : "";
+  const IrValue xs = trn ? IrValue() : g.Materialize(n.self);
+  const IrValue ws = !trn && n.weight.has_value() ? g.Materialize(*n.weight) : IrValue();
   View loss = trn ? NllPicked(g, n, false) : NllElements(g, n, xs, ws, false);
   if (n.reduction == kNone && n.self.rank() >= 2) {
     TRN_RETURN_IF_ERROR(g.WriteResult(0, loss));

@@ -115,7 +115,7 @@ absl::Status NativeLayerNorm(GroupLowering& g, const runtime::OpRecord&) {
   View mean = Map(g, {mean_d}, mean_d.sizes, t, [](ScalarBuilder&, const Args& a) { return a[0]; });
   // rstd = 1 / sqrt(var + eps), in the dtype (ATen: opmath float).
   View rstd = Map(g, {var_d}, var_d.sizes, t, [t, eps](ScalarBuilder& b, const Args& a) {
-    return b.Div(Const(b, 1, t), b.Math("math.sqrt", b.Add(b.Cast(a[0], t), Const(b, eps, t))));
+    return b.Div(Const(b, 1, t), b.Math(MathFn::kSqrt, b.Add(b.Cast(a[0], t), Const(b, eps, t))));
   });
   std::vector<View> ins = {l.x, mean, rstd};
   if (l.weight) ins.push_back(*l.weight);
@@ -228,7 +228,7 @@ absl::Status BatchNormForward(GroupLowering& g, bool functional) {
   View vs = Map(g, {var_sum}, channels, t, [](ScalarBuilder&, const Args& a) { return a[0]; });
   View invstd = Map(g, {vs}, channels, t, [=](ScalarBuilder& b, const Args& a) {
     Scalar var = b.Cast(b.Div(a[0], Const(b, n, t)), kD);
-    return b.Div(Const(b, 1, kD), b.Math("math.sqrt", b.Add(var, Const(b, eps, kD))));
+    return b.Div(Const(b, 1, kD), b.Math(MathFn::kSqrt, b.Add(var, Const(b, eps, kD))));
   });
   std::vector<View> ins = {x, Channel(mean, rank), Channel(invstd, rank)};
   if (params[0]) ins.push_back(Channel(*params[0], rank));
@@ -296,7 +296,7 @@ absl::Status NativeBatchNormBackward(GroupLowering& g, const runtime::OpRecord&)
     if (!p[1] || !p[2]) return absl::UnimplementedError("eval backward without running statistics");
     mean = *p[1];
     invstd = Map(g, {*p[2]}, channels, t, [eps](ScalarBuilder& b, const Args& a) {
-      return b.Div(Const(b, 1, kD), b.Math("math.sqrt", b.Add(b.Cast(a[0], kD), Const(b, eps, kD))));
+      return b.Div(Const(b, 1, kD), b.Math(MathFn::kSqrt, b.Add(b.Cast(a[0], kD), Const(b, eps, kD))));
     });
   }
   const std::vector<int64_t> dims = AllButChannel(rank);

@@ -85,7 +85,7 @@ std::optional<Window> ReadWindow(const GroupLowering& g, const View& input, int6
 struct Planes {
   Planes(GroupLowering& g, const View& v)
       : tensor(g.Materialize(v)), sizes(v.sizes), dtype(v.dtype), lead(v.sizes.size() - 2) {}
-  std::string tensor;
+  IrValue tensor;
   std::vector<int64_t> sizes;
   c10::ScalarType dtype;
   size_t lead;
@@ -97,7 +97,7 @@ Scalar ExtractAt(ScalarBuilder& b, const Planes& p, const Scalar& i, const Scala
   for (size_t d = 0; d < p.lead; ++d) idx.push_back(b.LoopIndex(static_cast<int64_t>(d)));
   idx.push_back(i);
   idx.push_back(j);
-  return ExtractElement(b, p.tensor, p.sizes, p.dtype, idx);
+  return b.Extract(p.tensor, p.dtype, idx);
 }
 
 Scalar I64(ScalarBuilder& b, int64_t v) { return b.Constant(v, c10::kLong); }

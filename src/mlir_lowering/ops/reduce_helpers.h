@@ -194,20 +194,6 @@ inline View Map(GroupLowering& g, const std::vector<View>& ins, const std::vecto
 
 inline Scalar Const(ScalarBuilder& b, double v, c10::ScalarType t) { return b.Constant(v, t); }
 
-// `tensor.extract %tensor[idx...]` inside a linalg.generic body, on a whole tensor of `sizes` and
-// `dtype`; the indices are i64 scalars. The gathers of nll_loss and the pooling windows.
-inline Scalar ExtractElement(ScalarBuilder& b, const std::string& tensor, const std::vector<int64_t>& sizes,
-                             c10::ScalarType dtype, const std::vector<Scalar>& idx) {
-  std::vector<std::string> ix;
-  for (const Scalar& s : idx) {
-    ix.push_back(b.Raw(absl::StrCat("arith.index_cast ", s.ssa, " : i64 to index"), c10::kLong).ssa);
-  }
-  const Scalar stored = b.Raw(absl::StrCat("tensor.extract ", tensor, "[", absl::StrJoin(ix, ", "), "] : ",
-                                          TensorType(sizes, dtype)),
-                             dtype);
-  return b.Load(stored.ssa, dtype);
-}
-
 inline c10::Scalar Lowest(c10::ScalarType t) {
   switch (t) {
     case c10::kFloat:

@@ -262,7 +262,7 @@ absl::Status VarStd(GroupLowering& g, bool take_sqrt, bool with_mean) {
   View m2 = SumOf(g, sq, r.dims, true, d);
   View var = Map(g, {m2}, m2.sizes, d, [=](ScalarBuilder& b, const Args& a) {
     Scalar v = b.Div(a[0], Const(b, divisor, d));
-    return take_sqrt ? b.Math("math.sqrt", v) : v;
+    return take_sqrt ? b.Math(MathFn::kSqrt, v) : v;
   });
   if (!r.keepdim) {
     var = SqueezeDims(var, r.dims);
@@ -300,11 +300,11 @@ absl::Status Softmax(GroupLowering& g, bool log) {
   View mx = MaxIgnoringNan(g, r.self, r.dims, true);
   const std::vector<int64_t>& shape = r.self.sizes;
   View e = Map(g, {r.self, mx}, shape, OpMath(t),
-               [](ScalarBuilder& b, const Args& a) { return b.Math("math.exp", b.Sub(a[0], a[1])); });
+               [](ScalarBuilder& b, const Args& a) { return b.Math(MathFn::kExp, b.Sub(a[0], a[1])); });
   View s = SumOf(g, e, r.dims, true, SumAccType(t));
   View out = log ? Map(g, {r.self, mx, s}, shape, t,
                        [t](ScalarBuilder& b, const Args& a) {
-                         return b.Sub(b.Sub(a[0], a[1]), b.Math("math.log", b.Cast(a[2], t)));
+                         return b.Sub(b.Sub(a[0], a[1]), b.Math(MathFn::kLog, b.Cast(a[2], t)));
                        })
                  : Map(g, {e, s}, shape, t,
                        [t](ScalarBuilder& b, const Args& a) { return b.Div(a[0], b.Cast(a[1], OpMath(t))); });
@@ -327,10 +327,10 @@ absl::Status Logsumexp(GroupLowering& g, const runtime::OpRecord&) {
     return b.Select(inf, Const(b, 0, t), a[0]);
   });
   View e = Map(g, {r.self, mx}, r.self.sizes, OpMath(t),
-               [](ScalarBuilder& b, const Args& a) { return b.Math("math.exp", b.Sub(a[0], a[1])); });
+               [](ScalarBuilder& b, const Args& a) { return b.Math(MathFn::kExp, b.Sub(a[0], a[1])); });
   View s = SumOf(g, e, r.dims, true, SumAccType(t));
   View out = Map(g, {s, mx}, s.sizes, t,
-                 [t](ScalarBuilder& b, const Args& a) { return b.Add(b.Math("math.log", b.Cast(a[0], t)), a[1]); });
+                 [t](ScalarBuilder& b, const Args& a) { return b.Add(b.Math(MathFn::kLog, b.Cast(a[0], t)), a[1]); });
   return g.WriteResult(0, r.keepdim ? out : SqueezeDims(out, r.dims));
 }
 
@@ -371,7 +371,7 @@ absl::Status Norm(GroupLowering& g, const runtime::OpRecord&) {
   }
   View s = SumOf(g, x, r.dims, r.keepdim, c10::kDouble);
   if (p == 2) {
-    s = Map(g, {s}, s.sizes, c10::kDouble, [](ScalarBuilder& b, const Args& a) { return b.Math("math.sqrt", a[0]); });
+    s = Map(g, {s}, s.sizes, c10::kDouble, [](ScalarBuilder& b, const Args& a) { return b.Math(MathFn::kSqrt, a[0]); });
   }
   return g.WriteResult(0, s);
 }

@@ -25,9 +25,7 @@ absl::Status Cat(GroupLowering& g, const runtime::OpRecord&) {
   const int64_t rank = dst.dim();
   const int64_t dim = WrapDim(dim_v.toInt(), rank);
   const std::vector<int64_t> shape = dst.sizes().vec();
-  const std::string type = TensorType(shape, dst.scalar_type());
-  std::string acc = g.names().Next("e");
-  g.Emit(absl::StrCat("    ", acc, " = tensor.empty() : ", type, "\n"));
+  IrValue acc = g.emitting() ? g.ir().Empty(shape, dst.scalar_type()) : IrValue();
   int64_t offset = 0;
   for (const c10::IValue& item : list.toListRef()) {
     const at::Tensor& t = item.toTensor();
@@ -45,17 +43,10 @@ absl::Status Cat(GroupLowering& g, const runtime::OpRecord&) {
       v = g.Pointwise({Operand::Of(v)}, v.sizes, dst.scalar_type(),
                       [](ScalarBuilder&, const std::vector<Scalar>& a) { return a[0]; });
     }
-    const std::string src = g.Materialize(v);
-    std::vector<int64_t> offsets(rank, 0), strides(rank, 1);
+    const IrValue src = g.Materialize(v);
+    std::vector<int64_t> offsets(rank, 0);
     offsets[dim] = offset;
-    const std::string next = g.names().Next("cat");
-    if (g.emitting()) {
-      g.Emit(absl::StrCat("    ", next, " = tensor.insert_slice ", src, " into ", acc, "[",
-                          absl::StrJoin(offsets, ", "), "] [", absl::StrJoin(v.sizes, ", "), "] [",
-                          absl::StrJoin(strides, ", "), "] : ", TensorType(v.sizes, dst.scalar_type()), " into ",
-                          type, "\n"));
-    }
-    acc = next;
+    if (g.emitting()) acc = g.ir().InsertSlice(src, acc, offsets, v.sizes);
     offset += t.size(dim);
   }
   if (offset != shape[dim]) {

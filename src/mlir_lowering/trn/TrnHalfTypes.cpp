@@ -1,7 +1,7 @@
 // trn-bf16-types: the group lowering's spelling of bfloat16 -> MLIR's bf16, on the module as the
 // group lowering writes it (tensors), before the group front.
 //
-// mlir_text.h writes bfloat16 elements as i16 and converts them with integer ops (LLVM 16's x86
+// ir_builder.h writes bfloat16 elements as i16 and converts them with integer ops (LLVM 16's x86
 // backend cannot select bfloat vectors), so the host pipeline compiles the same module when the
 // trn pipeline refuses a group. The NeuronCore converts bf16 itself (its DMAs and engine outputs
 // round to nearest even), so for trn the pass gives the values their type back:

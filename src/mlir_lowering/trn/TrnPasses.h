@@ -1,7 +1,7 @@
 // The trn pipeline: linalg on memrefs -> trn tiles and instructions -> an instruction stream.
 //
 //   trn-bf16-types      (before the group front, on tensors) bfloat16 written as i16 with integer
-//                       conversions, the host's form (mlir_text.h), -> bf16 with extf / truncf.
+//                       conversions, the host's form (ir_builder.h), -> bf16 with extf / truncf.
 //
 //   trn-lower-linalg    linalg.matmul / batch_matmul / fill / elementwise and reducing
 //                       linalg.generic -> trn ops on SBUF/PSUM tiles, tiled to 128 partitions

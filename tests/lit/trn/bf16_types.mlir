@@ -1,6 +1,6 @@
 // RUN: torch-trn-opt %s -split-input-file -trn-bf16-types -verify-diagnostics | FileCheck %s
 
-// bfloat16 as the group lowering writes it (mlir_text.h: i16 elements, widened by a shift and
+// bfloat16 as the group lowering writes it (ir_builder.h: i16 elements, widened by a shift and
 // rounded to nearest even with integer ops) becomes bf16 with extf / truncf; the rounding's
 // integer ops are gone, the function and its values are retyped.
 // CHECK-LABEL: func.func @add_bf16
