@@ -3,9 +3,9 @@
     python3 bench/compile_latency.py [--steps 2]
 
 Runs each model's training loop in compile mode in a fresh process per (model, level: --levels,
-default 0,3) and prints
-the median / p90 / max wall time of one group compile (MLIR text -> host pipeline -> LLVM ->
-object -> loaded), the number of groups and the ops per group, and the O3/O0 ratio.
+default 0,3) and prints the median / p90 / max wall time of one group compile (the group's module
+emitted -> host pipeline -> LLVM -> object -> loaded), the number of groups and the ops per group,
+and the O3/O0 ratio.
 """
 import argparse
 import json

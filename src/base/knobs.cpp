@@ -162,7 +162,8 @@ const std::vector<KnobSpec>& KnobSpecs() {
        "Profile the whole process and write the Chrome trace-event timeline there at exit "
        "(same as wrapping the program in torch_trn.profile(path))."},
       {"NEURON_DUMP_MLIR", "(unset)", "a directory path",
-       "Write each compiled group's MLIR module there as <key>.mlir (for debugging)."},
+       "Write each compiled group's MLIR module there as <key>.mlir, each op located at the ATen op "
+       "and the model's line that issued it (for debugging)."},
       {"NEURON_CACHE_DIR", "~/.cache/torch_trn", "a directory path | off",
        "Disk cache of compiled groups, shared by every process of the user (compile and adaptive "
        "modes; $XDG_CACHE_HOME/torch_trn when XDG_CACHE_HOME is set). `off` (or empty) disables "

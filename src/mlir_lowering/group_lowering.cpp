@@ -10,6 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "base/source_table.h"
 #include "mlir_lowering/group_views.h"
 #include "mlir_lowering/host_passes.h"
 #include "mlir_lowering/lowering_registry.h"
@@ -65,7 +66,10 @@ absl::Status GroupLowering::Add(const runtime::OpRecord& record) {
   }
   ops_.push_back(&record);
   NoteTensors(record);
-  if (ir_ != nullptr) ir_->SetOp(current_index(), record.op.schema().name());
+  if (ir_ != nullptr) {
+    const base::SourceLocation line = base::GlobalSourceTable().Lookup(record.source);
+    ir_->SetOp(current_index(), record.op.schema().name(), line.file, line.line);
+  }
   absl::Status status = lowering->fn(*this, record);
   if (!status.ok() && !IsCut(status) && status.code() != absl::StatusCode::kUnimplemented) {
     return absl::Status(status.code(), absl::StrCat(runtime::OpName(record.op), ": ", status.message()));
@@ -355,9 +359,13 @@ std::vector<View> GroupLowering::ReduceMulti(const View& in, const std::vector<i
   for (size_t j = 0; j < loops.kept.size(); ++j) {
     out_map.push_back(AffineTerm{0, {{static_cast<int>(loops.kept[j]), 1}}});
   }
-  std::vector<GenericOperand> outs;
+  std::vector<IrValue> inits;
   for (const auto& [acc, init] : accs) {
-    outs.push_back(GenericOperand{ir_->Filled(loops.out_shape, acc, init), acc, out_map});
+    inits.push_back(ir_->Constant(init, acc));
+  }
+  std::vector<GenericOperand> outs;
+  for (size_t i = 0; i < accs.size(); ++i) {
+    outs.push_back(GenericOperand{ir_->Filled(loops.out_shape, accs[i].first, inits[i]), accs[i].first, out_map});
   }
   const GenericOperand input{in.base, in.dtype, IndexExprs(in, in.sizes)};
   const std::vector<IrValue> out =
@@ -468,8 +476,7 @@ std::vector<IrValue> GroupLowering::EmitExtern(const std::vector<View>& reads, c
   ExternAttrs attrs;
   // %ctx and the op's index (i64 scalars), the reads, then the results: every operand indexed
   // by no loop (the placeholder's body is a stand-in; trn-extern-calls makes it a call).
-  std::vector<GenericOperand> ins = {GenericOperand{ir_->ctx(), c10::kLong, {}},
-                                     GenericOperand{ir_->Constant(current_index(), c10::kLong), c10::kLong, {}}};
+  std::vector<GenericOperand> ins = {GenericOperand{ir_->ctx(), c10::kLong, {}}, GenericOperand{}};
   auto zeros = [](size_t rank) { return std::vector<AffineTerm>(rank, AffineTerm{0, {}}); };
   // A transposed read (a linear layer's weight gradient, grad_out^T @ x) is passed as its base
   // with the order of its dimensions: the call sees a strided view (trn-extern-calls), and the
@@ -493,6 +500,7 @@ std::vector<IrValue> GroupLowering::EmitExtern(const std::vector<View>& reads, c
     attrs.perms.emplace_back();
   }
   if (!permuted) attrs.perms.clear();
+  ins[1] = GenericOperand{ir_->Constant(current_index(), c10::kLong), c10::kLong, {}};
   attrs.call = absl::StrCat(kExternPrefix, reads.size() + dests.size(), "_", k);
   std::vector<int64_t> rows;  // for scatter_add only (trn/LowerGather.cpp)
   if (current().op.schema().name().rfind("aten::scatter_add", 0) == 0) {

@@ -66,9 +66,14 @@ IrEmitter::IrEmitter(std::string func_name) : impl_(std::make_unique<Impl>()) {
 
 IrEmitter::~IrEmitter() = default;
 
-void IrEmitter::SetOp(int64_t index, absl::string_view name) {
+void IrEmitter::SetOp(int64_t index, absl::string_view name, absl::string_view file, int line) {
+  const mlir::StringAttr op = mlir::StringAttr::get(impl_->ctx, absl::StrCat("op ", index, " ", std::string(name)));
+  if (file.empty()) {
+    impl_->loc = mlir::NameLoc::get(op);
+    return;
+  }
   impl_->loc = mlir::NameLoc::get(
-      mlir::StringAttr::get(impl_->ctx, absl::StrCat("op ", index, " ", std::string(name))));
+      op, mlir::FileLineColLoc::get(impl_->ctx, llvm::StringRef(file.data(), file.size()), line, 0));
 }
 
 IrValue IrEmitter::ctx() const { return Wrap(impl_->entry->getArgument(0)); }
@@ -110,11 +115,11 @@ IrValue IrEmitter::Empty(const std::vector<int64_t>& shape, c10::ScalarType dtyp
   return Wrap(impl_->b.create<mlir::tensor::EmptyOp>(impl_->loc, shape, ir::ElementType(impl_->ctx, dtype)));
 }
 
-IrValue IrEmitter::Filled(const std::vector<int64_t>& shape, c10::ScalarType dtype, const c10::Scalar& init) {
-  const mlir::Value value = Unwrap(Constant(init, dtype));
+IrValue IrEmitter::Filled(const std::vector<int64_t>& shape, c10::ScalarType dtype, IrValue value) {
   const mlir::Value empty = Unwrap(Empty(shape, dtype));
-  return Wrap(impl_->b.create<mlir::linalg::FillOp>(impl_->loc, mlir::ValueRange{value}, mlir::ValueRange{empty})
-                  .getResult(0));
+  const mlir::Value v = Unwrap(value);
+  return Wrap(
+      impl_->b.create<mlir::linalg::FillOp>(impl_->loc, mlir::ValueRange{v}, mlir::ValueRange{empty}).getResult(0));
 }
 
 std::vector<IrValue> IrEmitter::Generic(int64_t loops, const std::vector<int64_t>& reduced,
@@ -167,7 +172,10 @@ std::vector<IrValue> IrEmitter::Generic(int64_t loops, const std::vector<int64_t
 
 IrValue IrEmitter::MatMul(IrValue a, IrValue b, const std::vector<int64_t>& shape, bool batched) {
   Impl& m = *impl_;
-  const mlir::Value out = Unwrap(Filled(shape, c10::kFloat, 0.0));
+  const mlir::Value empty = Unwrap(Empty(shape, c10::kFloat));
+  const mlir::Value zero = Unwrap(Constant(0.0, c10::kFloat));
+  const mlir::Value out =
+      m.b.create<mlir::linalg::FillOp>(m.loc, mlir::ValueRange{zero}, mlir::ValueRange{empty}).getResult(0);
   const mlir::Type type = out.getType();
   const mlir::Value operands[] = {Unwrap(a), Unwrap(b)};  // a ValueRange does not own its values
   const mlir::ValueRange ins(operands);

@@ -70,8 +70,10 @@ class IrEmitter {
   IrEmitter(const IrEmitter&) = delete;
   IrEmitter& operator=(const IrEmitter&) = delete;
 
-  // Ops built from now on are located at op `index` of the group (`name`: its schema name).
-  void SetOp(int64_t index, absl::string_view name);
+  // Ops built from now on are located at op `index` of the group (`name`: its schema name), which
+  // the model's line `file`:`line` issued (none when `file` is empty): `"op 3 aten::add.out"
+  // (model.py:42:0)` in diagnostics and `-mlir-print-debuginfo` output.
+  void SetOp(int64_t index, absl::string_view name, absl::string_view file = "", int line = 0);
 
   // The %ctx argument (i64).
   IrValue ctx() const;
@@ -84,9 +86,9 @@ class IrEmitter {
 
   // `arith.constant` of `value` stored as a `dtype` element (half types: their 16 bits).
   IrValue Constant(const c10::Scalar& value, c10::ScalarType dtype);
-  // `tensor.empty`, or filled with `init` (linalg.fill).
+  // `tensor.empty`, or one filled with `value` (a scalar of the element type: linalg.fill).
   IrValue Empty(const std::vector<int64_t>& shape, c10::ScalarType dtype);
-  IrValue Filled(const std::vector<int64_t>& shape, c10::ScalarType dtype, const c10::Scalar& init);
+  IrValue Filled(const std::vector<int64_t>& shape, c10::ScalarType dtype, IrValue value);
   // One linalg.generic over `loops` loops (`reduced` of them reductions) reading `ins` and
   // writing into `outs` (their init tensors): its results, one per output.
   std::vector<IrValue> Generic(int64_t loops, const std::vector<int64_t>& reduced,

@@ -76,10 +76,12 @@ IrModule IrModule::Clone() const {
   return IrModule(std::move(impl));
 }
 
-std::string IrModule::Print() const {
+std::string IrModule::Print(bool locations) const {
   std::string text;
   llvm::raw_string_ostream os(text);
-  impl_->module->print(os);
+  mlir::OpPrintingFlags flags;
+  if (locations) flags.enableDebugInfo(/*enable=*/true, /*prettyForm=*/false);
+  impl_->module->print(os, flags);
   os.flush();
   return text;
 }

@@ -40,8 +40,9 @@ class IrModule {
   // A copy of the module in the same context (the trn pipeline changes its copy; the host
   // fallback compiles the original).
   IrModule Clone() const;
-  // The module as MLIR text (NEURON_DUMP_MLIR, golden tests, error messages).
-  std::string Print() const;
+  // The module as MLIR text (NEURON_DUMP_MLIR, golden tests, error messages); with `locations`,
+  // each op's location too (the group lowering's: the recorded op and the model's line).
+  std::string Print(bool locations = false) const;
 
   mlir::MLIRContext& context() const;
   mlir::ModuleOp module() const;

@@ -342,7 +342,7 @@ absl::StatusOr<GroupCompiler::Built> GroupCompiler::Compile(const CompileRequest
       return mlir.status();
     }
     if (!options_.dump_mlir_dir.empty() && tier == 0) {
-      std::ofstream(absl::StrCat(options_.dump_mlir_dir, "/", request.key_hex, ".mlir")) << mlir->Print();
+      std::ofstream(absl::StrCat(options_.dump_mlir_dir, "/", request.key_hex, ".mlir")) << mlir->Print(/*locations=*/true);
     }
     if (options_.test_fault == "fail") {
       return absl::InternalError("injected compile failure (NEURON_TEST_COMPILE_FAULT=fail)");

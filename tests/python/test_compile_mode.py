@@ -14,6 +14,7 @@ with PyTorch's CPU results computed here. What is asserted:
 import json
 import math
 import sys
+import textwrap
 
 import pytest
 import torch
@@ -148,6 +149,23 @@ y = (torch.softmax(nx * 2, dim=-1) * nw + nx.tanh()).cpu()   # rows: softmax, th
 small = (nx[:3] * 3).cpu()                                    # 288 elements: one thread
 print(json.dumps({"y": y.tolist(), "small": small.tolist(), "split": torch_trn.stats()["loops_split"]}))
 """
+
+def test_dumped_modules_locate_each_op_at_the_model_line(tmp_path):
+    # NEURON_DUMP_MLIR writes each group's module with its ops' locations: the recorded ATen op
+    # and the Python line that issued it (the group lowering's IrEmitter::SetOp).
+    script = textwrap.dedent("""
+        import json, torch, torch_trn
+        x = torch.randn(4, 8).to("neuron")
+        y = (x * 3).exp()
+        print(json.dumps({"s": y.sum().item()}))
+    """)
+    line = script.splitlines().index("y = (x * 3).exp()") + 1
+    run_json(script, env={**COMPILE, "NEURON_DUMP_MLIR": str(tmp_path), "NEURON_CACHE_DIR": "off"})
+    modules = [p.read_text() for p in tmp_path.glob("*.mlir")]
+    group = [m for m in modules if "math.exp" in m]
+    assert len(group) == 1, modules
+    assert f'loc("<string>":{line}:0)' in group[0], group[0]
+    assert 'loc("op 0 aten::mul' in group[0] and 'loc("op 1 aten::exp' in group[0], group[0]
 
 
 @pytest.mark.parametrize("threads", ["0", "1"])
