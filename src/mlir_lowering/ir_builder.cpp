@@ -255,37 +255,45 @@ Scalar ScalarBuilder::Cast(const Scalar& v, c10::ScalarType to) {
   return Scalar{Wrap(r), to};
 }
 
+namespace {
+
+// The op of a binary operation for the operands' kind: floats, signed integers, or the rest
+// (unsigned integers and bools).
+template <typename FloatOp, typename SignedOp, typename UnsignedOp = SignedOp>
+mlir::Value ByKind(mlir::OpBuilder& b, mlir::Location loc, Kind k, mlir::Value x, mlir::Value y) {
+  if (k == Kind::kFloat) return b.create<FloatOp>(loc, x, y);
+  if (k == Kind::kSigned) return b.create<SignedOp>(loc, x, y);
+  return b.create<UnsignedOp>(loc, x, y);
+}
+
+}  // namespace
+
 Scalar ScalarBuilder::Arith(ArithOp op, const Scalar& a, const Scalar& b) {
   const mlir::Location loc = LocOf(loc_);
   const mlir::Value x = Unwrap(a.value), y = Unwrap(b.value);
   const Kind k = KindOf(a.dtype);
-  const bool f = k == Kind::kFloat, s = k == Kind::kSigned;
   mlir::Value r;
   switch (op) {
     case ArithOp::kAdd:
-      r = f ? b_->create<arith::AddFOp>(loc, x, y).getResult() : b_->create<arith::AddIOp>(loc, x, y).getResult();
+      r = ByKind<arith::AddFOp, arith::AddIOp>(*b_, loc, k, x, y);
       break;
     case ArithOp::kSub:
-      r = f ? b_->create<arith::SubFOp>(loc, x, y).getResult() : b_->create<arith::SubIOp>(loc, x, y).getResult();
+      r = ByKind<arith::SubFOp, arith::SubIOp>(*b_, loc, k, x, y);
       break;
     case ArithOp::kMul:
-      r = f ? b_->create<arith::MulFOp>(loc, x, y).getResult() : b_->create<arith::MulIOp>(loc, x, y).getResult();
+      r = ByKind<arith::MulFOp, arith::MulIOp>(*b_, loc, k, x, y);
       break;
     case ArithOp::kDiv:
-      r = f ? b_->create<arith::DivFOp>(loc, x, y).getResult()
-              : s ? b_->create<arith::DivSIOp>(loc, x, y).getResult() : b_->create<arith::DivUIOp>(loc, x, y).getResult();
+      r = ByKind<arith::DivFOp, arith::DivSIOp, arith::DivUIOp>(*b_, loc, k, x, y);
       break;
     case ArithOp::kRem:
-      r = f ? b_->create<arith::RemFOp>(loc, x, y).getResult()
-              : s ? b_->create<arith::RemSIOp>(loc, x, y).getResult() : b_->create<arith::RemUIOp>(loc, x, y).getResult();
+      r = ByKind<arith::RemFOp, arith::RemSIOp, arith::RemUIOp>(*b_, loc, k, x, y);
       break;
     case ArithOp::kMax:
-      r = f ? b_->create<arith::MaxFOp>(loc, x, y).getResult()
-              : s ? b_->create<arith::MaxSIOp>(loc, x, y).getResult() : b_->create<arith::MaxUIOp>(loc, x, y).getResult();
+      r = ByKind<arith::MaxFOp, arith::MaxSIOp, arith::MaxUIOp>(*b_, loc, k, x, y);
       break;
     case ArithOp::kMin:
-      r = f ? b_->create<arith::MinFOp>(loc, x, y).getResult()
-              : s ? b_->create<arith::MinSIOp>(loc, x, y).getResult() : b_->create<arith::MinUIOp>(loc, x, y).getResult();
+      r = ByKind<arith::MinFOp, arith::MinSIOp, arith::MinUIOp>(*b_, loc, k, x, y);
       break;
     case ArithOp::kAnd:
       r = b_->create<arith::AndIOp>(loc, x, y);
@@ -300,7 +308,7 @@ Scalar ScalarBuilder::Arith(ArithOp op, const Scalar& a, const Scalar& b) {
       r = b_->create<arith::ShLIOp>(loc, x, y);
       break;
     case ArithOp::kShr:
-      r = s ? b_->create<arith::ShRSIOp>(loc, x, y).getResult() : b_->create<arith::ShRUIOp>(loc, x, y).getResult();
+      r = ByKind<arith::ShRSIOp, arith::ShRSIOp, arith::ShRUIOp>(*b_, loc, k, x, y);
       break;
   }
   return Scalar{Wrap(r), a.dtype};
