@@ -163,6 +163,22 @@ bool IsExtern(mlir::Operation* op) {
   return call && call.getValue().startswith(kExternPrefix);
 }
 
+// Whether `op` is a generic whose body reads one of its inits (a fold over size-1 dims, `out + x`,
+// all loops parallel). Such a producer must not fuse: MLIR 16 keeps its init as an output of the
+// fused op indexed by the consumer's map, so under a broadcast every iteration of the consumer
+// accumulated into the one element (compile mode counted 2 non-NaN values of a 1-element
+// nanquantile input).
+bool ReadsItsInit(mlir::Operation* op) {
+  auto generic = llvm::dyn_cast_or_null<mlir::linalg::GenericOp>(op);
+  if (!generic) {
+    return false;
+  }
+  for (mlir::OpOperand* init : generic.getDpsInitOperands()) {
+    if (generic.payloadUsesValueFromOperand(init)) return true;
+  }
+  return false;
+}
+
 struct FuseElementwisePass
     : public mlir::PassWrapper<FuseElementwisePass, mlir::OperationPass<mlir::func::FuncOp>> {
   MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(FuseElementwisePass)
@@ -181,7 +197,7 @@ struct FuseElementwisePass
     mlir::linalg::ControlFusionFn control = [](mlir::OpOperand* fused) {
       mlir::Operation* producer = fused->get().getDefiningOp();
       return producer != nullptr && producer->hasOneUse() && !IsExtern(producer) &&
-             !IsExtern(fused->getOwner());
+             !IsExtern(fused->getOwner()) && !ReadsItsInit(producer);
     };
     mlir::RewritePatternSet patterns(ctx);
     mlir::linalg::populateElementwiseOpsFusionPatterns(patterns, control);

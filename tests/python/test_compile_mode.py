@@ -150,6 +150,24 @@ small = (nx[:3] * 3).cpu()                                    # 288 elements: on
 print(json.dumps({"y": y.tolist(), "small": small.tolist(), "split": torch_trn.stats()["loops_split"]}))
 """
 
+def test_a_sum_over_a_size_one_dim_read_through_a_broadcast_stays_right():
+    # nanquantile counts the non-NaN values with a sum over the last dim, here of size 1, and
+    # multiplies the quantiles by the count: a generic that reads its init, under a broadcast.
+    # Fused, it accumulated once per quantile (count 2 for 1: a gather index out of bounds).
+    out = run_json("""
+        import json, torch, torch_trn
+        q = torch.tensor([0.25, 0.5, 1.0])
+        x = torch.arange(12.0).reshape(3, 2, 1, 2)
+        a = torch.nanquantile(torch.tensor(1.0).to("neuron"), q.to("neuron")).cpu()
+        b = torch.nanquantile(x.to("neuron"), q.to("neuron"), dim=2, keepdim=True).cpu()
+        print(json.dumps({"a": a.tolist(), "b": b.tolist()}))
+    """)
+    q = torch.tensor([0.25, 0.5, 1.0])
+    x = torch.arange(12.0).reshape(3, 2, 1, 2)
+    torch.testing.assert_close(torch.tensor(out["a"]), torch.nanquantile(torch.tensor(1.0), q))
+    torch.testing.assert_close(torch.tensor(out["b"]), torch.nanquantile(x, q, dim=2, keepdim=True))
+
+
 def test_dumped_modules_locate_each_op_at_the_model_line(tmp_path):
     # NEURON_DUMP_MLIR writes each group's module with its ops' locations: the recorded ATen op
     # and the Python line that issued it (the group lowering's IrEmitter::SetOp).

@@ -113,3 +113,40 @@ func.func @two_users(%a: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>) {
   } -> tensor<4xf32>
   return %s, %r : tensor<4xf32>, tensor<4xf32>
 }
+
+// -----
+
+// A producer that reads its init (a sum over a size-1 dim: `out + x`, all loops parallel) read
+// through a broadcast (its one element under every iteration of the consumer) does not fuse:
+// MLIR 16 keeps the init as an output of the fused op indexed by the broadcast, so every
+// iteration accumulated into that one element (nanquantile's count of non-NaN values was 2 for
+// a 1-element input in compile mode).
+#id = affine_map<(d0) -> (d0)>
+#first = affine_map<(d0) -> (0)>
+// CHECK-LABEL: func.func @init_reader_under_broadcast(
+// CHECK: %[[COUNT:.*]] = linalg.generic
+// CHECK: arith.addi
+// CHECK: linalg.generic
+// CHECK-SAME: ins(%{{.*}}, %[[COUNT]] : tensor<2xf64>, tensor<1xi64>)
+// CHECK-NOT: arith.addi
+// CHECK: return
+func.func @init_reader_under_broadcast(%x: tensor<1xi64>, %q: tensor<2xf64>) -> tensor<2xf64> {
+  %zero = arith.constant 0 : i64
+  %e = tensor.empty() : tensor<1xi64>
+  %f = linalg.fill ins(%zero : i64) outs(%e : tensor<1xi64>) -> tensor<1xi64>
+  %count = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel"]}
+      ins(%x : tensor<1xi64>) outs(%f : tensor<1xi64>) {
+  ^bb0(%v: i64, %acc: i64):
+    %s = arith.addi %acc, %v : i64
+    linalg.yield %s : i64
+  } -> tensor<1xi64>
+  %e2 = tensor.empty() : tensor<2xf64>
+  %r = linalg.generic {indexing_maps = [#id, #first, #id], iterator_types = ["parallel"]}
+      ins(%q, %count : tensor<2xf64>, tensor<1xi64>) outs(%e2 : tensor<2xf64>) {
+  ^bb0(%a: f64, %c: i64, %o: f64):
+    %cf = arith.sitofp %c : i64 to f64
+    %m = arith.mulf %a, %cf : f64
+    linalg.yield %m : f64
+  } -> tensor<2xf64>
+  return %r : tensor<2xf64>
+}
