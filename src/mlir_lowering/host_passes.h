@@ -46,7 +46,9 @@ inline constexpr const char kTiedInputAttr[] = "trn.tied_input";
 
 // `trn-fuse-elementwise` (func pass): linalg elementwise fusion on tensors, like MLIR's
 // linalg-fuse-elementwise-ops, but never fusing into or out of an extern call (a generic with a
-// `library_call`), whose body is a placeholder. A producer is fused only into its single user.
+// `library_call`), whose body is a placeholder. A producer is fused only into its single user,
+// and never when its body reads its init (a fold over size-1 dims: MLIR 16 would accumulate into
+// that init once per iteration of a consumer that reads it through a broadcast).
 std::unique_ptr<mlir::Pass> createFuseElementwisePass();
 
 // `trn-results-to-out-args` (module pass). Run after fusion and before bufferization. For each
