@@ -207,12 +207,7 @@ absl::StatusOr<ObjectCode> CompileToObject(IrModule ir, std::string_view func_na
 
   mlir::MLIRContext& context = ir.context();
   mlir::ModuleOp module = ir.module();
-  std::string diagnostics;
-  llvm::raw_string_ostream diag_stream(diagnostics);
-  mlir::ScopedDiagnosticHandler diag_handler(&context, [&](mlir::Diagnostic& d) {
-    diag_stream << d.getLocation() << ": " << d.str() << "\n";
-    return mlir::success();
-  });
+  IrDiagnostics diagnostics(ir);
   auto func = module.lookupSymbol<mlir::func::FuncOp>(name);
   if (!func || func.isExternal()) {
     return absl::NotFoundError(absl::StrCat("the module has no func.func @", name, " with a body"));
@@ -228,12 +223,12 @@ absl::StatusOr<ObjectCode> CompileToObject(IrModule ir, std::string_view func_na
   buildHostPipeline(pm);
   if (mlir::failed(pm.run(module))) {
     return absl::InternalError(
-        absl::StrCat("host pipeline failed for @", name, ":\n", diag_stream.str()));
+        absl::StrCat("host pipeline failed for @", name, ":\n", diagnostics.str()));
   }
   if (!verify_each_pass && mlir::failed(mlir::verify(module))) {
     return absl::InternalError(absl::StrCat("the host pipeline made invalid IR for @", name,
                                             " (NEURON_VERIFY_PASSES=1 names the pass):\n",
-                                            diag_stream.str()));
+                                            diagnostics.str()));
   }
   t.pipeline_ms = MsSince(start);
 
@@ -253,7 +248,7 @@ absl::StatusOr<ObjectCode> CompileToObject(IrModule ir, std::string_view func_na
       mlir::translateModuleToLLVMIR(module, llvm_context, name);
   if (!llvm_module) {
     return absl::InternalError(
-        absl::StrCat("translating @", name, " to LLVM IR:\n", diag_stream.str()));
+        absl::StrCat("translating @", name, " to LLVM IR:\n", diagnostics.str()));
   }
   // `_mlir_ciface_<name>` (the entry point) unpacks every memref descriptor into scalars and calls
   // `<name>` with them: hundreds of arguments for a group with many tensors, which FastISel cannot

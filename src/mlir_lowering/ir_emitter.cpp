@@ -3,7 +3,6 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "llvm/Support/raw_ostream.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -11,7 +10,6 @@
 #include "mlir/IR/AffineMap.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
-#include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/Verifier.h"
 #include "mlir_lowering/host_passes.h"
 #include "mlir_lowering/ir_internal.h"
@@ -172,6 +170,7 @@ std::vector<IrValue> IrEmitter::Generic(int64_t loops, const std::vector<int64_t
 
 IrValue IrEmitter::MatMul(IrValue a, IrValue b, const std::vector<int64_t>& shape, bool batched) {
   Impl& m = *impl_;
+  // The empty tensor before the zero, as the text emitter wrote them (modules compared equal).
   const mlir::Value empty = Unwrap(Empty(shape, c10::kFloat));
   const mlir::Value zero = Unwrap(Constant(0.0, c10::kFloat));
   const mlir::Value out =
@@ -222,16 +221,10 @@ absl::StatusOr<IrModule> IrEmitter::Finish(const std::vector<GroupResult>& resul
       m.func.setResultAttr(static_cast<unsigned>(i), kTiedInputAttr, m.b.getI64IntegerAttr(results[i].tied_argument));
     }
   }
-  std::string diagnostics;
   {
-    llvm::raw_string_ostream os(diagnostics);
-    mlir::ScopedDiagnosticHandler handler(m.ctx, [&](mlir::Diagnostic& d) {
-      os << d.getLocation() << ": " << d.str() << "\n";
-      return mlir::success();
-    });
+    IrDiagnostics diagnostics(m.module);
     if (mlir::failed(mlir::verify(m.module.module()))) {
-      os.flush();
-      return absl::InternalError(absl::StrCat("the emitted module does not verify:\n", diagnostics));
+      return absl::InternalError(absl::StrCat("the emitted module does not verify:\n", diagnostics.str()));
     }
   }
   return std::move(m.module);

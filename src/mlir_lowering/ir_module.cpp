@@ -22,7 +22,7 @@ namespace trn::mlir_lowering {
 
 struct IrModule::Impl {
   std::shared_ptr<mlir::MLIRContext> context;  // shared by the clones
-  mlir::OwningOpRef<mlir::ModuleOp> module;
+  mlir::OwningOpRef<mlir::ModuleOp> module;    // declared after the context: destroyed before it
 };
 
 namespace {
@@ -38,10 +38,7 @@ std::shared_ptr<mlir::MLIRContext> NewContext() {
 IrModule::IrModule(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 IrModule::IrModule(IrModule&&) noexcept = default;
 IrModule& IrModule::operator=(IrModule&&) noexcept = default;
-IrModule::~IrModule() {
-  // The module before its context.
-  if (impl_ != nullptr) impl_->module = nullptr;
-}
+IrModule::~IrModule() = default;
 
 IrModule IrModule::Create() {
   auto impl = std::make_unique<Impl>();
@@ -88,5 +85,23 @@ std::string IrModule::Print(bool locations) const {
 
 mlir::MLIRContext& IrModule::context() const { return *impl_->context; }
 mlir::ModuleOp IrModule::module() const { return *impl_->module; }
+
+struct IrDiagnostics::Impl {
+  std::string text;
+  std::unique_ptr<mlir::ScopedDiagnosticHandler> handler;
+};
+
+IrDiagnostics::IrDiagnostics(const IrModule& module) : impl_(std::make_unique<Impl>()) {
+  Impl* impl = impl_.get();
+  impl->handler = std::make_unique<mlir::ScopedDiagnosticHandler>(&module.context(), [impl](mlir::Diagnostic& d) {
+    llvm::raw_string_ostream os(impl->text);
+    os << d.getLocation() << ": " << d.str() << "\n";
+    return mlir::success();
+  });
+}
+
+IrDiagnostics::~IrDiagnostics() = default;
+
+const std::string& IrDiagnostics::str() const { return impl_->text; }
 
 }  // namespace trn::mlir_lowering

@@ -53,4 +53,21 @@ class IrModule {
   std::unique_ptr<Impl> impl_;
 };
 
+// Collects the diagnostics reported in a module's context while it lives, one
+// "<location>: <message>" line each, for error messages (the host and trn pipelines, the
+// emitter's verifier). Used on the module's thread.
+class IrDiagnostics {
+ public:
+  explicit IrDiagnostics(const IrModule& module);
+  ~IrDiagnostics();
+  IrDiagnostics(const IrDiagnostics&) = delete;
+  IrDiagnostics& operator=(const IrDiagnostics&) = delete;
+
+  const std::string& str() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
 }  // namespace trn::mlir_lowering

@@ -1,10 +1,8 @@
 #include "mlir_lowering/trn_compile.h"
 
 #include "absl/strings/str_cat.h"
-#include "llvm/Support/raw_ostream.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
-#include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Pass/Pass.h"
 #include "mlir/Pass/PassManager.h"
@@ -40,12 +38,7 @@ absl::StatusOr<TrnCompiled> CompileToTrnStream(const IrModule& group, std::strin
                                                const std::string& target, const TrnCompileOptions& options) {
   const std::string name(func_name);
   mlir::MLIRContext& context = group.context();
-  std::string diagnostics;
-  llvm::raw_string_ostream diag_stream(diagnostics);
-  mlir::ScopedDiagnosticHandler diag_handler(&context, [&](mlir::Diagnostic& d) {
-    diag_stream << d.getLocation() << ": " << d.str() << "\n";
-    return mlir::success();
-  });
+  IrDiagnostics diagnostics(group);
   auto func = group.module().lookupSymbol<mlir::func::FuncOp>(name);
   if (!func || func.isExternal()) {
     return absl::InternalError(absl::StrCat("trn: the module has no func.func @", name, " with a body"));
@@ -62,7 +55,7 @@ absl::StatusOr<TrnCompiled> CompileToTrnStream(const IrModule& group, std::strin
   if (mlir::failed(pm.run(module))) {
     if (!refusals.refusals().empty()) return TrnCompiled{"", refusals.refusals().front()};
     return absl::InternalError(absl::StrCat("trn pipeline failed without refusing an op (an internal error):\n",
-                                            diag_stream.str()));
+                                            diagnostics.str()));
   }
   absl::StatusOr<runtime::neuroncore::InstructionStream> stream = trn::ir::EmitInstructionStream(module, target);
   if (!stream.ok()) {
